@@ -1,0 +1,63 @@
+//! `mnemo stats`: real BPE token counts beside lines and characters.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use mnemo_inline::{count_tokens_o200k, estimate_tokens, python_line_count};
+use serde_json::json;
+
+use crate::Global;
+use crate::io_util::{hinted, read_input};
+
+/// Arguments of `mnemo stats`.
+#[derive(Debug, Args)]
+pub struct StatsArgs {
+    /// The text to measure.
+    #[arg(value_name = "TEXT", conflicts_with = "input", allow_hyphen_values = true)]
+    text: Option<String>,
+    /// Measure a file instead (`-` for standard input).
+    #[arg(long, short, value_name = "FILE")]
+    input: Option<PathBuf>,
+    /// JSON output.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs `mnemo stats`.
+pub fn run(args: StatsArgs, _global: &Global) -> Result<ExitCode> {
+    let text = match (args.text, &args.input) {
+        (Some(t), None) => t,
+        (None, Some(path)) => read_input(path)?.0,
+        _ => bail!(hinted(
+            "nothing to measure",
+            "give the text as TEXT, or a file with --input FILE (`-` for standard input)"
+        )),
+    };
+    let tokens = count_tokens_o200k(&text);
+    let estimate = estimate_tokens(&text);
+    let lines = python_line_count(&text);
+    let chars = text.chars().count();
+    let bytes = text.len();
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        let v = json!({
+            "tokens": tokens,
+            "encoding": "o200k_base",
+            "tokens_estimate": estimate,
+            "lines": lines,
+            "chars": chars,
+            "bytes": bytes,
+        });
+        writeln!(out, "{v}")
+    } else {
+        writeln!(
+            out,
+            "tokens     {tokens} (o200k_base)\nestimate   {estimate} (characters / 4)\nlines      {lines}\nchars      {chars}\nbytes      {bytes}"
+        )
+    }
+    .context("cannot write to standard output")?;
+    Ok(ExitCode::SUCCESS)
+}

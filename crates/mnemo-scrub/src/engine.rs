@@ -1,0 +1,392 @@
+//! The scan: keyword prefilter, windowed regex, filters, overlap resolution.
+
+use crate::rules::{Compiled, Rule, RuleError};
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
+use regex::bytes::Regex;
+use std::collections::HashMap;
+
+/// A candidate or resolved span (rule index, byte range).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Span {
+    pub(crate) rule: usize,
+    pub(crate) start: usize,
+    pub(crate) end: usize,
+}
+
+#[derive(Debug)]
+pub(crate) struct Engine {
+    ac: AhoCorasick,
+    /// keyword pattern id -> rule indices
+    kw_rules: Vec<Vec<usize>>,
+    templates: Vec<Regex>,
+    placeholders: Vec<Regex>,
+    marker: Regex,
+}
+
+/// The shapes of our own replacement texts (and Pantheon's): a candidate is
+/// never allowed to cover these, which makes scrubbing idempotent.
+const MARKER_PATTERN: &str = r"\[(?:[A-Z0-9][A-Z0-9 ]* )?REDACTED(?::[a-z0-9-]*)?\]";
+
+impl Engine {
+    pub(crate) fn new(compiled: &Compiled) -> Result<Self, RuleError> {
+        let mut index: HashMap<String, usize> = HashMap::new();
+        let mut keywords: Vec<String> = Vec::new();
+        let mut kw_rules: Vec<Vec<usize>> = Vec::new();
+        for (ri, rule) in compiled.rules.iter().enumerate() {
+            for k in &rule.keywords {
+                let id = *index.entry(k.clone()).or_insert_with(|| {
+                    keywords.push(k.clone());
+                    kw_rules.push(Vec::new());
+                    keywords.len() - 1
+                });
+                if let Some(list) = kw_rules.get_mut(id)
+                    && !list.contains(&ri)
+                {
+                    list.push(ri);
+                }
+            }
+        }
+        let ac = AhoCorasickBuilder::new()
+            .ascii_case_insensitive(true)
+            .match_kind(MatchKind::Standard)
+            .kind(Some(AhoCorasickKind::DFA))
+            .build(&keywords)
+            .map_err(|e| RuleError::Automaton(e.to_string()))?;
+        let marker = Regex::new(MARKER_PATTERN).map_err(|e| RuleError::Regex {
+            id: "marker".into(),
+            message: e.to_string(),
+        })?;
+        Ok(Engine {
+            ac,
+            kw_rules,
+            templates: compiled.templates.clone(),
+            placeholders: compiled.placeholders.clone(),
+            marker,
+        })
+    }
+
+    /// All candidates of all rules (may overlap), in no particular order.
+    pub(crate) fn candidates(&self, rules: &[Rule], hay: &[u8]) -> Vec<Span> {
+        let mut out = Vec::new();
+        if hay.is_empty() {
+            return out;
+        }
+        let mut covered = vec![0usize; rules.len()];
+        for m in self.ac.find_overlapping_iter(hay) {
+            let Some(list) = self.kw_rules.get(m.pattern().as_usize()) else {
+                continue;
+            };
+            for &ri in list {
+                let Some(rule) = rules.get(ri) else { continue };
+                let Some(cov) = covered.get_mut(ri) else {
+                    continue;
+                };
+                if m.start() < *cov {
+                    continue;
+                }
+                *cov = self.scan_window(rule, ri, hay, m.start(), m.end(), &mut out);
+            }
+        }
+        if memchr::memmem::find(hay, b"REDACTED").is_some() {
+            out = self.subtract_markers(hay, out);
+        }
+        out
+    }
+
+    /// Runs `rule` on the window around a keyword hit; returns the offset up
+    /// to which later hits of the same rule need no new window.
+    fn scan_window(
+        &self,
+        rule: &Rule,
+        ri: usize,
+        hay: &[u8],
+        hit_start: usize,
+        hit_end: usize,
+        out: &mut Vec<Span>,
+    ) -> usize {
+        let len = hay.len();
+        let ls = memchr::memrchr(b'\n', &hay[..hit_start]).map_or(0, |i| i + 1);
+        let (le, line_end_of_hit) = if rule.multiline {
+            let lim = hit_end.saturating_add(rule.max_len).min(len);
+            let le = memchr::memchr(b'\n', &hay[lim..]).map_or(len, |i| lim + i);
+            let hl = memchr::memchr(b'\n', &hay[hit_end..]).map_or(len, |i| hit_end + i);
+            (le, hl)
+        } else {
+            let le = memchr::memchr(b'\n', &hay[hit_end..]).map_or(len, |i| hit_end + i);
+            (le, le)
+        };
+        let window = &hay[..le];
+        let mut pos = ls;
+        while pos <= le {
+            let Some(m) = rule.regex.find_at(window, pos) else {
+                break;
+            };
+            if rule.multiline && m.end() == le && le < len && m.start() > line_end_of_hit {
+                // May be cut by the window: rescan it from its own keyword hit.
+                return m.start();
+            }
+            self.accept(rule, ri, hay, window, m.start(), m.end(), out);
+            pos = if m.end() > m.start() {
+                m.end()
+            } else {
+                m.end() + 1
+            };
+        }
+        le
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn accept(
+        &self,
+        rule: &Rule,
+        ri: usize,
+        hay: &[u8],
+        window: &[u8],
+        mstart: usize,
+        mend: usize,
+        out: &mut Vec<Span>,
+    ) {
+        let (s, e) = if rule.has_groups {
+            match rule.regex.captures_at(window, mstart) {
+                Some(caps) => {
+                    let g = match rule.secret_group {
+                        Some(g) => caps.get(g),
+                        None => caps.iter().skip(1).flatten().next(),
+                    };
+                    match g {
+                        Some(g) => (g.start(), g.end()),
+                        None => (mstart, mend),
+                    }
+                }
+                None => (mstart, mend),
+            }
+        } else {
+            (mstart, mend)
+        };
+        if e <= s {
+            return;
+        }
+        let secret = &hay[s..e];
+        if self.templates.iter().any(|r| r.is_match(secret)) {
+            return;
+        }
+        if rule.placeholders && self.is_placeholder(secret) {
+            return;
+        }
+        if rule.allow.iter().any(|r| r.is_match(secret)) {
+            return;
+        }
+        if let Some(min) = rule.entropy
+            && crate::shannon_entropy(secret) < min
+        {
+            return;
+        }
+        if rule.require_digit && !secret.iter().any(u8::is_ascii_digit) {
+            return;
+        }
+        if rule.code_aware && looks_like_code(hay, s, e) {
+            return;
+        }
+        let (s, e) = char_bounds(hay, s, e);
+        out.push(Span {
+            rule: ri,
+            start: s,
+            end: e,
+        });
+    }
+
+    fn is_placeholder(&self, secret: &[u8]) -> bool {
+        if self.placeholders.iter().any(|r| r.is_match(secret)) {
+            return true;
+        }
+        // Low variety: "xxxxxxxx", "aaaa1111", "********".
+        let mut seen = [false; 256];
+        let mut distinct = 0usize;
+        for &b in secret {
+            let slot = &mut seen[usize::from(b)];
+            if !*slot {
+                *slot = true;
+                distinct += 1;
+            }
+        }
+        secret.len() >= 6 && distinct <= 2
+    }
+
+    /// Removes our own replacement markers from candidates (idempotency):
+    /// a candidate that covers a marker keeps only its parts outside markers.
+    fn subtract_markers(&self, hay: &[u8], cands: Vec<Span>) -> Vec<Span> {
+        let markers: Vec<(usize, usize)> = self
+            .marker
+            .find_iter(hay)
+            .map(|m| (m.start(), m.end()))
+            .collect();
+        if markers.is_empty() {
+            return cands;
+        }
+        let mut out = Vec::with_capacity(cands.len());
+        for c in cands {
+            let mut pos = c.start;
+            for &(ms, me) in &markers {
+                if me <= pos || ms >= c.end {
+                    continue;
+                }
+                if ms > pos {
+                    push_piece(hay, &mut out, c.rule, pos, ms);
+                }
+                pos = pos.max(me);
+            }
+            if pos < c.end {
+                push_piece(hay, &mut out, c.rule, pos, c.end);
+            }
+        }
+        out
+    }
+
+    /// Candidates resolved into sorted, non-overlapping spans: overlapping
+    /// candidates merge into one span covering their union, named after the
+    /// most specific rule (specificity, then longer span, then earlier
+    /// start, then smaller rule id).
+    pub(crate) fn resolved(&self, rules: &[Rule], hay: &[u8]) -> Vec<Span> {
+        let mut c = self.candidates(rules, hay);
+        if c.is_empty() {
+            return c;
+        }
+        c.sort_by_key(|s| (s.start, s.end, s.rule));
+        c.dedup();
+        let better = |a: &Span, b: &Span| -> bool {
+            let ra = rules.get(a.rule);
+            let rb = rules.get(b.rule);
+            let sa = ra.map_or(0, |r| r.specificity);
+            let sb = rb.map_or(0, |r| r.specificity);
+            if sa != sb {
+                return sa > sb;
+            }
+            let (la, lb) = (a.end - a.start, b.end - b.start);
+            if la != lb {
+                return la > lb;
+            }
+            if a.start != b.start {
+                return a.start < b.start;
+            }
+            ra.map(|r| r.id.as_str()) < rb.map(|r| r.id.as_str())
+        };
+        let mut out: Vec<Span> = Vec::with_capacity(c.len());
+        let mut winner = c[0];
+        let mut cur = c[0];
+        for s in c.into_iter().skip(1) {
+            if s.start < cur.end {
+                cur.end = cur.end.max(s.end);
+                if better(&s, &winner) {
+                    winner = s;
+                }
+            } else {
+                out.push(Span {
+                    rule: winner.rule,
+                    start: cur.start,
+                    end: cur.end,
+                });
+                winner = s;
+                cur = s;
+            }
+        }
+        out.push(Span {
+            rule: winner.rule,
+            start: cur.start,
+            end: cur.end,
+        });
+        out
+    }
+}
+
+fn push_piece(hay: &[u8], out: &mut Vec<Span>, rule: usize, s: usize, e: usize) {
+    let piece = &hay[s..e];
+    if piece.iter().any(|b| b.is_ascii_alphanumeric()) {
+        let (s, e) = char_bounds(hay, s, e);
+        out.push(Span {
+            rule,
+            start: s,
+            end: e,
+        });
+    }
+}
+
+/// Widens `s..e` to UTF-8 character boundaries.
+pub(crate) fn char_bounds(hay: &[u8], mut s: usize, mut e: usize) -> (usize, usize) {
+    while s > 0 && hay.get(s).is_some_and(|b| b & 0xC0 == 0x80) {
+        s -= 1;
+    }
+    while e < hay.len() && hay.get(e).is_some_and(|b| b & 0xC0 == 0x80) {
+        e += 1;
+    }
+    (s, e)
+}
+
+/// For `code_aware` rules: an unquoted value that is a code expression
+/// (identifier, dotted path, call, type) rather than a literal.
+///
+/// `KEY=value` with no space before the value (`.env`, shell, query strings)
+/// is taken as a literal unless it is a call or a dotted path; after a
+/// spaced separator (`x = y`, `x: y`) identifier-shaped words (`String`,
+/// `read_password`, `getToken`, `MAX_LEN`) are code.
+fn looks_like_code(hay: &[u8], s: usize, e: usize) -> bool {
+    let before = if s > 0 { hay.get(s - 1).copied() } else { None };
+    if matches!(before, Some(b'"' | b'\'' | b'`')) {
+        return false;
+    }
+    if matches!(hay.get(e).copied(), Some(b'(' | b'[' | b'{' | b'<' | b'!')) {
+        return true;
+    }
+    let v = &hay[s..e];
+    if v.starts_with(b"&") {
+        return true;
+    }
+    let letters_only = v.iter().all(|&b| b.is_ascii_alphabetic() || b == b'_');
+    let path_chars = v
+        .iter()
+        .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b':'));
+    let has_path = v.windows(2).any(|w| {
+        (w[0] == b'.' || w[0] == b':') && w[1].is_ascii_alphabetic()
+            || w[0].is_ascii_alphabetic() && w[1] == b'.'
+    });
+    if path_chars && has_path && v.first().is_some_and(u8::is_ascii_alphabetic) {
+        // `self.password`, `config::TOKEN`, `os.environ` (but not `a1.b2c3d4`)
+        let digits = v.iter().filter(|b| b.is_ascii_digit()).count();
+        if digits * 4 < v.len() {
+            return true;
+        }
+    }
+    let spaced = matches!(before, Some(b' ' | b'\t'));
+    spaced && letters_only && identifier_shape(v)
+}
+
+/// snake_case, lowercase, camelCase / PascalCase with humps of 2+ lowercase
+/// letters, or CONSTANT_CASE.
+fn identifier_shape(v: &[u8]) -> bool {
+    if v.is_empty() {
+        return false;
+    }
+    let no_upper = !v.iter().any(u8::is_ascii_uppercase);
+    let no_lower = !v.iter().any(u8::is_ascii_lowercase);
+    if no_upper || no_lower {
+        return true;
+    }
+    // camel / Pascal: every uppercase letter is followed by >= 2 lowercase
+    let mut i = 0;
+    while i < v.len() {
+        if v[i].is_ascii_uppercase() {
+            let run = v[i + 1..]
+                .iter()
+                .take_while(|b| b.is_ascii_lowercase())
+                .count();
+            if run < 2 {
+                return false;
+            }
+            i += 1 + run;
+        } else if v[i] == b'_' {
+            i += 1;
+        } else {
+            i += 1;
+        }
+    }
+    true
+}

@@ -1,0 +1,332 @@
+//! The rule file format and its compilation.
+
+use regex::bytes::{Regex, RegexBuilder};
+use serde::Deserialize;
+use std::collections::{BTreeMap, HashSet};
+
+/// Default window (bytes after the keyword hit) of multi-line rules.
+pub(crate) const DEFAULT_MAX_LEN: usize = 32 * 1024;
+
+/// Errors of loading a rule file.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum RuleError {
+    /// The file is not valid TOML or does not have the expected shape.
+    #[error("rule file: {0}")]
+    Parse(String),
+    /// A pattern (of a rule or an allow-list) does not compile.
+    #[error("rule `{id}`: pattern does not compile: {message}")]
+    Regex {
+        /// Rule id (or `allow.templates` / `allow.placeholders`).
+        id: String,
+        /// The regex error.
+        message: String,
+    },
+    /// A rule is invalid (missing keywords, bad id, bad group, …).
+    #[error("rule `{id}`: {message}")]
+    Invalid {
+        /// Rule id.
+        id: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// Two rules share an id.
+    #[error("duplicate rule id `{0}`")]
+    Duplicate(String),
+    /// The keyword automaton could not be built.
+    #[error("keyword automaton: {0}")]
+    Automaton(String),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RuleFile {
+    #[serde(default)]
+    version: Option<u32>,
+    #[serde(default)]
+    macros: BTreeMap<String, String>,
+    #[serde(default)]
+    allow: AllowSection,
+    #[serde(default, rename = "rule")]
+    rules: Vec<RuleSpec>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AllowSection {
+    /// Shapes that are never a secret for any rule (variable references).
+    #[serde(default)]
+    templates: Vec<String>,
+    /// Placeholder shapes, applied to rules with `placeholders = true`.
+    #[serde(default)]
+    placeholders: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RuleSpec {
+    id: String,
+    description: String,
+    pattern: String,
+    keywords: Vec<String>,
+    #[serde(default)]
+    secret_group: Option<usize>,
+    #[serde(default)]
+    entropy: Option<f64>,
+    #[serde(default)]
+    allow: Vec<String>,
+    #[serde(default = "default_specificity")]
+    specificity: u32,
+    #[serde(default)]
+    placeholders: bool,
+    #[serde(default)]
+    code_aware: bool,
+    #[serde(default)]
+    require_digit: bool,
+    #[serde(default)]
+    max_len: Option<usize>,
+    #[serde(default)]
+    pantheon_replacement: Option<String>,
+    #[serde(default)]
+    examples: Vec<String>,
+    #[serde(default)]
+    counter_examples: Vec<String>,
+}
+
+fn default_specificity() -> u32 {
+    50
+}
+
+/// A compiled rule. Its data is read through accessors.
+#[derive(Debug)]
+pub struct Rule {
+    pub(crate) id: String,
+    pub(crate) description: String,
+    pub(crate) pattern: String,
+    pub(crate) keywords: Vec<String>,
+    pub(crate) regex: Regex,
+    pub(crate) has_groups: bool,
+    pub(crate) secret_group: Option<usize>,
+    pub(crate) entropy: Option<f64>,
+    pub(crate) allow: Vec<Regex>,
+    pub(crate) specificity: u32,
+    pub(crate) placeholders: bool,
+    pub(crate) code_aware: bool,
+    pub(crate) require_digit: bool,
+    pub(crate) multiline: bool,
+    pub(crate) max_len: usize,
+    pub(crate) pantheon_replacement: Option<String>,
+    pub(crate) examples: Vec<String>,
+    pub(crate) counter_examples: Vec<String>,
+}
+
+impl Rule {
+    /// Kebab-case id, used in `[REDACTED:<id>]`.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+    /// Human description.
+    pub fn description(&self) -> &str {
+        &self.description
+    }
+    /// The regex as written in the rule file, macros expanded.
+    pub fn pattern(&self) -> &str {
+        &self.pattern
+    }
+    /// Prefilter keywords (lowercase; matched ASCII-case-insensitively).
+    pub fn keywords(&self) -> &[String] {
+        &self.keywords
+    }
+    /// Overlap priority (higher wins).
+    pub fn specificity(&self) -> u32 {
+        self.specificity
+    }
+    /// Minimum Shannon entropy (bits per byte) of the secret, if any.
+    pub fn entropy(&self) -> Option<f64> {
+        self.entropy
+    }
+    /// Whether the pattern can match across lines (PEM blocks, …).
+    pub fn multiline(&self) -> bool {
+        self.multiline
+    }
+    /// Replacement used by [`crate::ReplacementStyle::Pantheon`].
+    pub fn pantheon_replacement(&self) -> Option<&str> {
+        self.pantheon_replacement.as_deref()
+    }
+    /// Positive example templates (see `docs/scrubbing.md`; `{{class:n}}`
+    /// expands to `n` fake characters of `class`).
+    pub fn examples(&self) -> &[String] {
+        &self.examples
+    }
+    /// Example templates that must not be found by this rule.
+    pub fn counter_examples(&self) -> &[String] {
+        &self.counter_examples
+    }
+    /// Whether the raw pattern matches somewhere in `text` (no prefilter, no
+    /// allow-lists).
+    pub fn pattern_matches(&self, text: &str) -> bool {
+        self.regex.is_match(text.as_bytes())
+    }
+}
+
+pub(crate) struct Compiled {
+    pub(crate) rules: Vec<Rule>,
+    pub(crate) templates: Vec<Regex>,
+    pub(crate) placeholders: Vec<Regex>,
+}
+
+fn build_regex(id: &str, pattern: &str, case_insensitive: bool) -> Result<Regex, RuleError> {
+    RegexBuilder::new(pattern)
+        .unicode(false)
+        .case_insensitive(case_insensitive)
+        .size_limit(64 * 1024 * 1024)
+        .dfa_size_limit(16 * 1024 * 1024)
+        .build()
+        .map_err(|e| RuleError::Regex {
+            id: id.to_string(),
+            message: e.to_string(),
+        })
+}
+
+fn expand_macros(pattern: &str, macros: &BTreeMap<String, String>) -> String {
+    if !pattern.contains('%') {
+        return pattern.to_string();
+    }
+    let mut out = pattern.to_string();
+    for (name, value) in macros {
+        let token = format!("%{name}%");
+        if out.contains(&token) {
+            out = out.replace(&token, value);
+        }
+    }
+    out
+}
+
+fn valid_id(id: &str) -> bool {
+    !id.is_empty()
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !id.starts_with('-')
+        && !id.ends_with('-')
+        && !id.contains("--")
+}
+
+pub(crate) fn compile(text: &str) -> Result<Compiled, RuleError> {
+    let file: RuleFile = toml::from_str(text).map_err(|e| RuleError::Parse(e.to_string()))?;
+    if let Some(v) = file.version
+        && v != 1
+    {
+        return Err(RuleError::Parse(format!("unsupported version {v}")));
+    }
+    let templates = file
+        .allow
+        .templates
+        .iter()
+        .map(|p| build_regex("allow.templates", p, true))
+        .collect::<Result<Vec<_>, _>>()?;
+    let placeholders = file
+        .allow
+        .placeholders
+        .iter()
+        .map(|p| build_regex("allow.placeholders", p, true))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut seen = HashSet::new();
+    let mut rules = Vec::with_capacity(file.rules.len());
+    for spec in file.rules {
+        if !valid_id(&spec.id) {
+            return Err(RuleError::Invalid {
+                id: spec.id,
+                message: "id must be kebab-case (a-z, 0-9, -)".into(),
+            });
+        }
+        if !seen.insert(spec.id.clone()) {
+            return Err(RuleError::Duplicate(spec.id));
+        }
+        let keywords: Vec<String> = spec
+            .keywords
+            .iter()
+            .map(|k| k.to_ascii_lowercase())
+            .filter(|k| !k.is_empty())
+            .collect();
+        if keywords.is_empty() {
+            return Err(RuleError::Invalid {
+                id: spec.id,
+                message: "at least one non-empty keyword is required".into(),
+            });
+        }
+        let pattern = expand_macros(&spec.pattern, &file.macros);
+        let regex = build_regex(&spec.id, &pattern, false)?;
+        let groups = regex.captures_len();
+        if let Some(g) = spec.secret_group
+            && (g == 0 || g >= groups)
+        {
+            return Err(RuleError::Invalid {
+                id: spec.id,
+                message: format!("secret_group {g} does not exist"),
+            });
+        }
+        let allow = spec
+            .allow
+            .iter()
+            .map(|p| build_regex(&spec.id, p, true))
+            .collect::<Result<Vec<_>, _>>()?;
+        let multiline = can_match_newline(&pattern);
+        rules.push(Rule {
+            id: spec.id,
+            description: spec.description,
+            pattern,
+            keywords,
+            regex,
+            has_groups: groups > 1,
+            secret_group: spec.secret_group,
+            entropy: spec.entropy,
+            allow,
+            specificity: spec.specificity,
+            placeholders: spec.placeholders,
+            code_aware: spec.code_aware,
+            require_digit: spec.require_digit,
+            multiline,
+            max_len: spec.max_len.unwrap_or(DEFAULT_MAX_LEN).clamp(256, 1 << 20),
+            pantheon_replacement: spec.pantheon_replacement,
+            examples: spec.examples,
+            counter_examples: spec.counter_examples,
+        });
+    }
+    Ok(Compiled {
+        rules,
+        templates,
+        placeholders,
+    })
+}
+
+/// Whether a pattern may match a `\n` (then it is scanned in a bounded
+/// multi-line window instead of the keyword's line). Errs on the side of
+/// "yes" when the pattern cannot be analysed.
+fn can_match_newline(pattern: &str) -> bool {
+    use regex_syntax::hir::{Class, Hir, HirKind};
+    fn walk(h: &Hir) -> bool {
+        match h.kind() {
+            HirKind::Empty | HirKind::Look(_) => false,
+            HirKind::Literal(l) => l.0.contains(&b'\n'),
+            HirKind::Class(Class::Bytes(c)) => c.ranges().iter().any(|r| {
+                let (s, e) = (r.start(), r.end());
+                s <= b'\n' && b'\n' <= e
+            }),
+            HirKind::Class(Class::Unicode(c)) => c.ranges().iter().any(|r| {
+                let (s, e) = (r.start(), r.end());
+                s <= '\n' && '\n' <= e
+            }),
+            HirKind::Repetition(r) => walk(&r.sub),
+            HirKind::Capture(c) => walk(&c.sub),
+            HirKind::Concat(v) | HirKind::Alternation(v) => v.iter().any(walk),
+        }
+    }
+    let mut parser = regex_syntax::ParserBuilder::new()
+        .unicode(false)
+        .utf8(false)
+        .build();
+    match parser.parse(pattern) {
+        Ok(h) => walk(&h),
+        Err(_) => true,
+    }
+}
