@@ -123,7 +123,10 @@ pub fn run(cmd: InlineCmd, global: &Global) -> Result<ExitCode> {
                 );
                 return Ok(ExitCode::from(1));
             };
-            let items: Vec<BatchItem> = split_files(files).into_iter().map(read_batch_item).collect();
+            let items: Vec<BatchItem> = split_files(files)
+                .into_iter()
+                .map(read_batch_item)
+                .collect();
             inline.batch(&items, &args, &scrub)
         }
     };

@@ -37,7 +37,11 @@ pub enum InputFormat {
 #[derive(Debug, Args)]
 pub struct ScoreArgs {
     /// The summary text to score.
-    #[arg(value_name = "TEXT", conflicts_with = "input", allow_hyphen_values = true)]
+    #[arg(
+        value_name = "TEXT",
+        conflicts_with = "input",
+        allow_hyphen_values = true
+    )]
     text: Option<String>,
     /// Score every record of a markdown, JSON or YAML file (`-` for standard input).
     #[arg(long, short, value_name = "FILE")]
@@ -245,7 +249,15 @@ fn write_table(out: &mut impl Write, engine: &Engine, scored: &[Scored]) -> std:
         })
         .collect();
     let header = [
-        "#", "agent/phase", "score", "band", "impact", "risk", "novelty", "blockers", "downstream",
+        "#",
+        "agent/phase",
+        "score",
+        "band",
+        "impact",
+        "risk",
+        "novelty",
+        "blockers",
+        "downstream",
         "keywords",
     ];
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();

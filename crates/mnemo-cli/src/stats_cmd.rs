@@ -16,7 +16,11 @@ use crate::io_util::{hinted, read_input};
 #[derive(Debug, Args)]
 pub struct StatsArgs {
     /// The text to measure.
-    #[arg(value_name = "TEXT", conflicts_with = "input", allow_hyphen_values = true)]
+    #[arg(
+        value_name = "TEXT",
+        conflicts_with = "input",
+        allow_hyphen_values = true
+    )]
     text: Option<String>,
     /// Measure a file instead (`-` for standard input).
     #[arg(long, short, value_name = "FILE")]

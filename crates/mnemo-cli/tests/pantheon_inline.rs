@@ -59,6 +59,15 @@ fn every_compress_inline_case_matches_byte_for_byte() {
             assert_eq!(a, b, "{name}: JSON differs");
         }
     }
-    assert!(failures.is_empty(), "{} of {} cases differ:\n{}", failures.len(), cases.len(), failures.join("\n"));
-    eprintln!("{} Pantheon compress-inline cases pass byte for byte", cases.len());
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases differ:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
+    eprintln!(
+        "{} Pantheon compress-inline cases pass byte for byte",
+        cases.len()
+    );
 }

@@ -71,9 +71,9 @@ pub fn split_files(files: &str) -> Vec<&str> {
 
 /// Formats hundredths as Python's `repr(round(x, 2))`: `0.0`, `0.7`, `0.74`, `1.0`.
 pub fn python_float(h: u32) -> String {
-    if h % 100 == 0 {
+    if h.is_multiple_of(100) {
         format!("{}.0", h / 100)
-    } else if h % 10 == 0 {
+    } else if h.is_multiple_of(10) {
         format!("{}.{}", h / 100, (h % 100) / 10)
     } else {
         format!("{}.{:02}", h / 100, h % 100)
@@ -234,7 +234,12 @@ impl Inline {
         )
     }
 
-    fn compress_block(&self, text: &str, args: &InlineArgs<'_>, scrub: &dyn Fn(&str) -> String) -> (String, Score) {
+    fn compress_block(
+        &self,
+        text: &str,
+        args: &InlineArgs<'_>,
+        scrub: &dyn Fn(&str) -> String,
+    ) -> (String, Score) {
         let clean = scrub(text);
         let score = self.score_text(&clean, args, false);
         let printed = self.printed_hundredths(&score);
@@ -272,7 +277,12 @@ impl Inline {
 
     /// `batch` mode: every file compressed, blocks separated by a blank line,
     /// without the trailing newline.
-    pub fn batch(&self, items: &[BatchItem], args: &InlineArgs<'_>, scrub: &dyn Fn(&str) -> String) -> String {
+    pub fn batch(
+        &self,
+        items: &[BatchItem],
+        args: &InlineArgs<'_>,
+        scrub: &dyn Fn(&str) -> String,
+    ) -> String {
         let blocks: Vec<String> = items
             .iter()
             .map(|item| match item {

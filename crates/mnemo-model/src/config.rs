@@ -288,7 +288,11 @@ fn unreachable_default(e: ConfigError) -> Config {
 }
 
 fn line_of(text: &str, byte: usize) -> usize {
-    text[..byte.min(text.len())].bytes().filter(|&b| b == b'\n').count() + 1
+    text[..byte.min(text.len())]
+        .bytes()
+        .filter(|&b| b == b'\n')
+        .count()
+        + 1
 }
 
 /// Merges `over` into `base`: tables merge recursively, other values replace.
@@ -329,15 +333,47 @@ impl Config {
             message,
         };
         let mut base: toml::Table = DEFAULT_CONFIG_TOML.parse().map_err(|e: toml::de::Error| {
-            err(None, None, format!("built-in configuration: {}", e.message()))
+            err(
+                None,
+                None,
+                format!("built-in configuration: {}", e.message()),
+            )
         })?;
         let user: toml::Table = text.parse().map_err(|e: toml::de::Error| {
             let line = e.span().map(|s| line_of(text, s.start));
             err(None, line, e.message().to_string())
         })?;
+        // A team with its own roster does not inherit Pantheon's agent-keyed
+        // tables: relevance rows, pair masks and variants start empty (the
+        // `* -> *` mask stays) unless the file gives its own.
+        let own_roster = user
+            .get("agents")
+            .and_then(toml::Value::as_table)
+            .is_some_and(|a| a.contains_key("roster"));
+        if own_roster {
+            if let Some(toml::Value::Table(agents)) = base.get_mut("agents") {
+                agents.insert("relevance".into(), toml::Value::Table(toml::Table::new()));
+            }
+            if let Some(toml::Value::Array(masks)) = base.get_mut("masks") {
+                masks.retain(|m| {
+                    m.get("from").and_then(toml::Value::as_str) == Some("*")
+                        && m.get("to").and_then(toml::Value::as_str) == Some("*")
+                });
+            }
+            base.insert("variants".into(), toml::Value::Array(Vec::new()));
+        }
+        // The relevance table is data: a file that gives one replaces it whole.
+        if let Some(rel) = user
+            .get("agents")
+            .and_then(toml::Value::as_table)
+            .and_then(|a| a.get("relevance"))
+            .cloned()
+            && let Some(toml::Value::Table(agents)) = base.get_mut("agents") {
+                agents.insert("relevance".into(), rel);
+            }
         merge(&mut base, user);
-        let config: Config = serde_path_to_error::deserialize(toml::Value::Table(base))
-            .map_err(|e| {
+        let config: Config =
+            serde_path_to_error::deserialize(toml::Value::Table(base)).map_err(|e| {
                 let path = e.path().to_string();
                 let message = e.inner().message().to_string();
                 let line = find_key_line(text, &path);
@@ -373,7 +409,10 @@ impl Config {
             ));
         }
         if self.scoring.keywords.is_empty() {
-            return Err(("scoring.keywords".into(), "at least one keyword is needed".into()));
+            return Err((
+                "scoring.keywords".into(),
+                "at least one keyword is needed".into(),
+            ));
         }
         let mut seen = std::collections::HashSet::new();
         for (i, k) in self.scoring.keywords.iter().enumerate() {
@@ -408,7 +447,10 @@ impl Config {
         }
         // Agents.
         if self.agents.roster.is_empty() {
-            return Err(("agents.roster".into(), "at least one agent is needed".into()));
+            return Err((
+                "agents.roster".into(),
+                "at least one agent is needed".into(),
+            ));
         }
         let mut roster_keys = std::collections::HashSet::new();
         for (i, name) in self.agents.roster.iter().enumerate() {
@@ -420,7 +462,10 @@ impl Config {
                 ));
             }
             if !roster_keys.insert(key) {
-                return Err((format!("agents.roster[{i}]"), format!("{name:?} is listed twice")));
+                return Err((
+                    format!("agents.roster[{i}]"),
+                    format!("{name:?} is listed twice"),
+                ));
             }
         }
         let mut relevance = BTreeMap::new();
@@ -451,7 +496,10 @@ impl Config {
             if key == "*" || roster_keys.contains(&key) {
                 Ok(())
             } else {
-                Err((path, format!("{name:?} is neither `*` nor an agent of agents.roster")))
+                Err((
+                    path,
+                    format!("{name:?} is neither `*` nor an agent of agents.roster"),
+                ))
             }
         };
         for (i, m) in self.masks.iter_mut().enumerate() {
@@ -470,18 +518,20 @@ impl Config {
                         format!("unknown field {name:?}; known: {}", MASK_FIELDS.join(", ")),
                     ));
                 }
-                if let Some(l) = limit {
-                    if l.parse::<usize>().map_or(true, |n| n == 0) {
+                if let Some(l) = limit
+                    && l.parse::<usize>().map_or(true, |n| n == 0) {
                         return Err((
                             format!("masks[{i}].fields[{j}]"),
                             format!("{f:?}: the limit after `:` must be a positive number"),
                         ));
                     }
-                }
             }
         }
         if !self.masks.iter().any(|m| m.from == "*" && m.to == "*") {
-            return Err(("masks".into(), "a default mask (from = \"*\", to = \"*\") is needed".into()));
+            return Err((
+                "masks".into(),
+                "a default mask (from = \"*\", to = \"*\") is needed".into(),
+            ));
         }
         for (i, v) in self.variants.iter_mut().enumerate() {
             check_agent(format!("variants[{i}].from"), &v.from)?;
@@ -492,7 +542,10 @@ impl Config {
                 if !VARIANT_FACTS.contains(&f.as_str()) {
                     return Err((
                         format!("variants[{i}].include[{j}]"),
-                        format!("unknown fact kind {f:?}; known: {}", VARIANT_FACTS.join(", ")),
+                        format!(
+                            "unknown fact kind {f:?}; known: {}",
+                            VARIANT_FACTS.join(", ")
+                        ),
                     ));
                 }
             }
@@ -505,7 +558,10 @@ impl Config {
             return Err(("budget.default_phases".into(), "must be at least 1".into()));
         }
         if bud.carryover_percent > 100 {
-            return Err(("budget.carryover_percent".into(), "must be between 0 and 100".into()));
+            return Err((
+                "budget.carryover_percent".into(),
+                "must be between 0 and 100".into(),
+            ));
         }
         if self.paths.bank.trim().is_empty() {
             return Err(("paths.bank".into(), "is empty".into()));
@@ -603,7 +659,10 @@ mod tests {
         let c = Config::default();
         assert_eq!(c.scoring.keywords.len(), 35);
         assert_eq!(c.scoring.weights.impact.get(), 30);
-        assert_eq!(c.relevance("Hermes", " APHRODITE "), Some(Hundredths::new(90).unwrap()));
+        assert_eq!(
+            c.relevance("Hermes", " APHRODITE "),
+            Some(Hundredths::new(90).unwrap())
+        );
         assert_eq!(c.relevance("apollo", "hermes"), None);
         assert_eq!(c.budget.default_phases, 8);
         assert_eq!(c.display_agent("themis"), "Themis");
@@ -619,8 +678,8 @@ mod tests {
 
     #[test]
     fn bad_value_names_key_path_and_line() {
-        let e = Config::from_toml_str("[scoring.weights]\nimpact = 0.305\n", "mnemo.toml")
-            .unwrap_err();
+        let e =
+            Config::from_toml_str("[scoring.weights]\nimpact = 0.305\n", "mnemo.toml").unwrap_err();
         assert_eq!(e.key_path.as_deref(), Some("scoring.weights.impact"));
         assert_eq!(e.line, Some(2));
         assert!(e.message.contains("hundredths"), "{e}");
@@ -628,8 +687,8 @@ mod tests {
 
     #[test]
     fn weights_must_sum_to_one() {
-        let e = Config::from_toml_str("[scoring.weights]\nimpact = 0.40\n", "mnemo.toml")
-            .unwrap_err();
+        let e =
+            Config::from_toml_str("[scoring.weights]\nimpact = 0.40\n", "mnemo.toml").unwrap_err();
         assert_eq!(e.key_path.as_deref(), Some("scoring.weights"));
         assert!(e.message.contains("1.10"), "{e}");
     }

@@ -219,7 +219,12 @@ fn split_markdown_field(line: &str) -> Option<(&str, &str)> {
         (inner, after.strip_prefix(':')?)
     };
     let key = key.trim();
-    if key.is_empty() || key.len() > 40 || !key.chars().all(|c| c.is_alphanumeric() || "_- ".contains(c)) {
+    if key.is_empty()
+        || key.len() > 40
+        || !key
+            .chars()
+            .all(|c| c.is_alphanumeric() || "_- ".contains(c))
+    {
         return None;
     }
     Some((key, value.trim()))
@@ -242,7 +247,13 @@ fn heading(line: &str) -> Option<(usize, &str)> {
 fn is_summary_heading(text: &str) -> bool {
     let norm: String = text
         .chars()
-        .map(|c| if c == ' ' || c == '-' { '_' } else { c.to_ascii_lowercase() })
+        .map(|c| {
+            if c == ' ' || c == '-' {
+                '_'
+            } else {
+                c.to_ascii_lowercase()
+            }
+        })
         .collect();
     norm == "subtask_summary"
 }
@@ -259,8 +270,8 @@ fn parse_markdown(text: &str, source_name: &str) -> Result<Vec<SummaryRecord>, P
     let mut in_fence = false;
     for &(no, line) in &all {
         let is_fence = line.trim_start().starts_with("```") || line.trim_start().starts_with("~~~");
-        if !in_fence {
-            if let Some((level, title)) = heading(line) {
+        if !in_fence
+            && let Some((level, title)) = heading(line) {
                 if is_summary_heading(title) {
                     if let Some((_, b)) = current.take() {
                         blocks.push(b);
@@ -274,15 +285,12 @@ fn parse_markdown(text: &str, source_name: &str) -> Result<Vec<SummaryRecord>, P
                     ));
                     continue;
                 }
-                if let Some((lvl, _)) = &current {
-                    if level <= *lvl {
-                        if let Some((_, b)) = current.take() {
+                if let Some((lvl, _)) = &current
+                    && level <= *lvl
+                        && let Some((_, b)) = current.take() {
                             blocks.push(b);
                         }
-                    }
-                }
             }
-        }
         if is_fence {
             in_fence = !in_fence;
         }
@@ -427,7 +435,11 @@ mod tests {
         assert_eq!(r.status, Some(Status::Partial));
         assert_eq!(r.status_reason.as_deref(), Some("one flaky test"));
         assert!(r.blockers.is_empty());
-        let dropped: Vec<_> = r.dropped.iter().map(|d| (d.name.as_str(), d.line)).collect();
+        let dropped: Vec<_> = r
+            .dropped
+            .iter()
+            .map(|d| (d.name.as_str(), d.line))
+            .collect();
         assert_eq!(
             dropped,
             vec![("stdout", Some(14)), ("stdout (fenced block)", Some(15))]
@@ -436,7 +448,8 @@ mod tests {
 
     #[test]
     fn json_error_has_line_and_field() {
-        let json = "[\n {\"summary\": \"ok\"},\n {\"summary\": \"x\",\n  \"status\": \"shipped\"}\n]";
+        let json =
+            "[\n {\"summary\": \"ok\"},\n {\"summary\": \"x\",\n  \"status\": \"shipped\"}\n]";
         let err = parse_records(json, "in.json", Format::Json).unwrap_err();
         assert_eq!(err.line, Some(4));
         assert_eq!(err.field.as_deref(), Some("[1].status"));
@@ -464,7 +477,10 @@ mod tests {
     #[test]
     fn detect() {
         assert_eq!(Format::detect("{}", None), Format::Json);
-        assert_eq!(Format::detect("## subtask_summary\n**summary:** x", None), Format::Markdown);
+        assert_eq!(
+            Format::detect("## subtask_summary\n**summary:** x", None),
+            Format::Markdown
+        );
         assert_eq!(Format::detect("summary: x", None), Format::Yaml);
         assert_eq!(Format::detect("summary: x", Some("a.md")), Format::Markdown);
     }

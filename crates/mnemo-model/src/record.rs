@@ -50,7 +50,9 @@ impl Status {
     /// Parses a status as people write it: `complete`, `Partial (tests flaky)`,
     /// `in-progress`, `✅ complete`. Returns the status and the reason, if any.
     pub fn parse_loose(raw: &str) -> Option<(Status, Option<String>)> {
-        let trimmed = raw.trim_start_matches(|c: char| !c.is_alphanumeric()).trim();
+        let trimmed = raw
+            .trim_start_matches(|c: char| !c.is_alphanumeric())
+            .trim();
         let lower = trimmed.to_lowercase();
         let candidates: [(&str, Status); 9] = [
             ("complete", Status::Complete),
@@ -66,8 +68,7 @@ impl Status {
         // Longest spelling first so that "completed" wins over "complete".
         let mut best: Option<(usize, Status)> = None;
         for (word, status) in candidates {
-            if lower.starts_with(word) {
-                let rest = &lower[word.len()..];
+            if let Some(rest) = lower.strip_prefix(word) {
                 let at_boundary = rest.chars().next().is_none_or(|c| !c.is_alphanumeric());
                 if at_boundary && best.is_none_or(|(len, _)| word.len() > len) {
                     best = Some((word.len(), status));
@@ -872,7 +873,10 @@ mod tests {
 
     #[test]
     fn status_loose_forms() {
-        assert_eq!(Status::parse_loose("complete"), Some((Status::Complete, None)));
+        assert_eq!(
+            Status::parse_loose("complete"),
+            Some((Status::Complete, None))
+        );
         assert_eq!(
             Status::parse_loose("partial (tests flaky)"),
             Some((Status::Partial, Some("tests flaky".into())))
@@ -881,7 +885,10 @@ mod tests {
             Status::parse_loose("In-Progress"),
             Some((Status::InProgress, None))
         );
-        assert_eq!(Status::parse_loose("✅ Completed"), Some((Status::Complete, None)));
+        assert_eq!(
+            Status::parse_loose("✅ Completed"),
+            Some((Status::Complete, None))
+        );
         assert_eq!(Status::parse_loose("completely wrong"), None);
         assert_eq!(Status::parse_loose("shipped"), None);
     }

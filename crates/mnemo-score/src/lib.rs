@@ -20,7 +20,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 use mnemo_model::config::{Bands, FileNovelty, Weights};
 use mnemo_model::{Config, Hundredths, Matching, agent_key};
 use serde::Serialize;
@@ -191,6 +191,13 @@ pub struct ScoreInput<'a> {
     pub has_blockers: bool,
 }
 
+/// What one pass over a text found.
+struct Scan {
+    keywords: Vec<usize>,
+    unblocks: Option<usize>,
+    blocked: Option<usize>,
+}
+
 /// A keyword row, as the engine holds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeywordRow {
@@ -206,6 +213,98 @@ pub struct KeywordRow {
     pub category: String,
 }
 
+/// The goto graph of an Aho-Corasick automaton without its failure links: a
+/// byte trie over the (lower-cased) patterns, walked from each word start.
+///
+/// Word-start matching only ever needs the matches that begin at a word
+/// start, so no failure transitions are needed: the walk stops as soon as no
+/// pattern can continue, usually after one or two bytes. Bytes are mapped to
+/// classes (upper and lower case share one), so the table stays small with
+/// hundreds of keywords.
+#[derive(Debug, Clone)]
+struct WordTrie {
+    /// Byte → class (0: no pattern contains this byte).
+    class_of: [u8; 256],
+    /// Number of classes, including class 0.
+    classes: usize,
+    /// `next[node * classes + class]`: the child node, 0 for none (the root,
+    /// node 0, is never a child).
+    next: Vec<u32>,
+    /// Patterns that end at each node.
+    ends: Vec<Vec<u32>>,
+}
+
+impl WordTrie {
+    fn new(patterns: &[String]) -> Result<WordTrie, BuildError> {
+        let mut class_of = [0u8; 256];
+        let mut classes = 1usize;
+        for p in patterns {
+            for &b in p.as_bytes() {
+                let lower = b.to_ascii_lowercase();
+                if class_of[usize::from(lower)] == 0 {
+                    if classes > usize::from(u8::MAX) {
+                        return Err(BuildError("too many distinct bytes in keywords".into()));
+                    }
+                    class_of[usize::from(lower)] = classes as u8;
+                    class_of[usize::from(lower.to_ascii_uppercase())] = classes as u8;
+                    classes += 1;
+                }
+            }
+        }
+        let mut next = vec![0u32; classes];
+        let mut ends: Vec<Vec<u32>> = vec![Vec::new()];
+        for (id, p) in patterns.iter().enumerate() {
+            let mut node = 0usize;
+            for &b in p.as_bytes() {
+                let c = usize::from(class_of[usize::from(b)]);
+                let child = next[node * classes + c];
+                node = if child == 0 {
+                    let new = ends.len();
+                    let new_id = u32::try_from(new)
+                        .map_err(|_| BuildError("too many keyword states".into()))?;
+                    next[node * classes + c] = new_id;
+                    next.extend(std::iter::repeat_n(0, classes));
+                    ends.push(Vec::new());
+                    new
+                } else {
+                    child as usize
+                };
+            }
+            if let Some(e) = ends.get_mut(node) {
+                e.push(id as u32);
+            }
+        }
+        Ok(WordTrie {
+            class_of,
+            classes,
+            next,
+            ends,
+        })
+    }
+
+    /// Calls `hit` for every pattern that matches `bytes` at exactly `start`.
+    #[inline]
+    fn walk(&self, bytes: &[u8], start: usize, hit: &mut impl FnMut(usize)) {
+        let mut node = 0usize;
+        for &b in bytes.get(start..).unwrap_or_default() {
+            let c = usize::from(self.class_of[usize::from(b)]);
+            if c == 0 {
+                return;
+            }
+            let child = self.next.get(node * self.classes + c).copied().unwrap_or(0);
+            if child == 0 {
+                return;
+            }
+            node = child as usize;
+            if let Some(ends) = self.ends.get(node) {
+                for &p in ends {
+                    hit(p as usize);
+                }
+            }
+        }
+    }
+}
+
 /// Building the engine failed (the automaton could not be built).
 #[derive(Debug, thiserror::Error)]
 #[error("cannot build the keyword matcher: {0}")]
@@ -215,9 +314,15 @@ pub struct BuildError(String);
 #[derive(Debug, Clone)]
 pub struct Engine {
     keywords: Vec<KeywordRow>,
-    keyword_matcher: AhoCorasick,
+    /// One automaton over the keywords, then the unblocks phrases, then the
+    /// blocked phrases: one pass over the text finds all three.
+    matcher: AhoCorasick,
+    /// The same patterns as a trie, for word-start matching.
+    trie: WordTrie,
+    /// Byte classes (ALNUM, FIRST: a pattern can start with it, NON_ASCII)
+    /// for the word-start scan.
+    classes: [u8; 256],
     /// Phrases: first the unblocks phrases, then the blocked phrases.
-    phrase_matcher: AhoCorasick,
     phrases: Vec<String>,
     unblocks_phrase_count: usize,
     matching: Matching,
@@ -239,20 +344,16 @@ fn normalise_pattern(p: &str) -> String {
 }
 
 /// Collapses whitespace runs to a single space, borrowing when nothing changes.
+///
+/// The common case — ASCII prose with single spaces — is recognised with
+/// vectorised scans (`is_ascii`, `memchr`) and costs no copy.
 fn collapse_whitespace(text: &str) -> Cow<'_, str> {
     let bytes = text.as_bytes();
-    let mut needs = !text.is_ascii();
-    if !needs {
-        let mut prev_space = false;
-        for &b in bytes {
-            let space = b.is_ascii_whitespace();
-            if space && (b != b' ' || prev_space) {
-                needs = true;
-                break;
-            }
-            prev_space = space;
-        }
-    }
+    let odd_space = memchr::memchr2(0x0b, 0x0c, bytes).is_some();
+    let needs = !text.is_ascii()
+        || odd_space
+        || memchr::memchr3(b'\n', b'\t', b'\r', bytes).is_some()
+        || memchr::memmem::find(bytes, b"  ").is_some();
     if !needs {
         return Cow::Borrowed(text);
     }
@@ -272,6 +373,11 @@ fn collapse_whitespace(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// Byte classes for the word-start scan.
+const ALNUM: u8 = 1;
+const FIRST: u8 = 2;
+const NON_ASCII: u8 = 4;
+
 /// True when the byte offset `start` begins a word of `text`.
 fn at_word_start(text: &str, start: usize) -> bool {
     match text.get(..start).and_then(|s| s.chars().next_back()) {
@@ -284,6 +390,7 @@ fn build_matcher(patterns: &[String]) -> Result<AhoCorasick, BuildError> {
     AhoCorasickBuilder::new()
         .ascii_case_insensitive(true)
         .match_kind(MatchKind::Standard)
+        .kind(Some(AhoCorasickKind::DFA))
         .build(patterns)
         .map_err(|e| BuildError(e.to_string()))
 }
@@ -309,7 +416,10 @@ impl Engine {
                 category: k.category.clone(),
             })
             .collect();
-        let patterns: Vec<String> = keywords.iter().map(|k| normalise_pattern(&k.keyword)).collect();
+        let patterns: Vec<String> = keywords
+            .iter()
+            .map(|k| normalise_pattern(&k.keyword))
+            .collect();
         let mut phrases: Vec<String> = s
             .blockers
             .unblocks_phrases
@@ -317,12 +427,36 @@ impl Engine {
             .map(|p| normalise_pattern(p))
             .collect();
         let unblocks_phrase_count = phrases.len();
-        phrases.extend(s.blockers.blocked_phrases.iter().map(|p| normalise_pattern(p)));
+        phrases.extend(
+            s.blockers
+                .blocked_phrases
+                .iter()
+                .map(|p| normalise_pattern(p)),
+        );
         let mut file_novelty = s.file_novelty.clone();
         file_novelty.sort_by_key(|f| f.min_files);
+        let mut all = patterns;
+        all.extend(phrases.iter().cloned());
+        let mut classes = [0u8; 256];
+        for (b, class) in classes.iter_mut().enumerate() {
+            let b = b as u8;
+            if b.is_ascii_alphanumeric() {
+                *class |= ALNUM;
+            }
+            if b >= 0x80 {
+                *class |= NON_ASCII;
+            }
+        }
+        for p in &all {
+            if let Some(&b) = p.as_bytes().first() {
+                classes[usize::from(b.to_ascii_lowercase())] |= FIRST;
+                classes[usize::from(b.to_ascii_uppercase())] |= FIRST;
+            }
+        }
         Ok(Engine {
-            keyword_matcher: build_matcher(&patterns)?,
-            phrase_matcher: build_matcher(&phrases)?,
+            matcher: build_matcher(&all)?,
+            trie: WordTrie::new(&all)?,
+            classes,
             keywords,
             phrases,
             unblocks_phrase_count,
@@ -347,43 +481,94 @@ impl Engine {
         self.matching
     }
 
-    /// Calls `hit(pattern_index)` for every match of `matcher` in `text`
-    /// under the engine's matching mode.
-    fn each_match(&self, matcher: &AhoCorasick, text: &str, mut hit: impl FnMut(usize)) {
+    /// Calls `hit(pattern_index)` for every match in `text` under the
+    /// engine's matching mode (pattern indexes: keywords, then phrases).
+    ///
+    /// In word-start mode the automaton runs anchored at each word start whose
+    /// first byte can begin a pattern, so that it walks only as far as a
+    /// keyword could still match: far fewer steps than an unanchored
+    /// overlapping scan of every byte.
+    fn each_match(&self, text: &str, mut hit: impl FnMut(usize)) {
         match self.matching {
             Matching::Substring => {
-                for m in matcher.find_overlapping_iter(text) {
+                for m in self.matcher.find_overlapping_iter(text) {
                     hit(m.pattern().as_usize());
                 }
             }
             Matching::WordStart => {
                 let text = collapse_whitespace(text);
-                for m in matcher.find_overlapping_iter(text.as_ref()) {
-                    if at_word_start(&text, m.start()) {
-                        hit(m.pattern().as_usize());
+                let bytes = text.as_bytes();
+                let mut prev_alnum = false;
+                for (i, &b) in bytes.iter().enumerate() {
+                    let class = self.classes[usize::from(b)];
+                    if class & NON_ASCII != 0 {
+                        // Only a char boundary starts a character; its class
+                        // decides whether the next byte starts a word.
+                        if text.is_char_boundary(i) {
+                            prev_alnum =
+                                text[i..].chars().next().is_some_and(char::is_alphanumeric);
+                            if class & FIRST != 0 && at_word_start(&text, i) {
+                                self.anchored_matches(bytes, i, &mut hit);
+                            }
+                        }
+                        continue;
                     }
+                    if class & FIRST != 0 && !prev_alnum {
+                        self.anchored_matches(bytes, i, &mut hit);
+                    }
+                    prev_alnum = class & ALNUM != 0;
                 }
             }
         }
     }
 
-    /// Keyword indexes found in `text`, in table order.
-    pub fn keywords_in(&self, text: &str) -> Vec<usize> {
-        let mut found = vec![false; self.keywords.len()];
-        self.each_match(&self.keyword_matcher, text, |i| {
-            if let Some(slot) = found.get_mut(i) {
-                *slot = true;
+    /// One pass over `text`: keyword indexes found (in table order), and the
+    /// first unblocks and blocked phrases found (indexes into `phrases`).
+    fn scan(&self, text: &str) -> Scan {
+        let nk = self.keywords.len();
+        let mut found = vec![false; nk];
+        let mut unblocks: Option<usize> = None;
+        let mut blocked: Option<usize> = None;
+        self.each_match(text, |i| {
+            if i < nk {
+                found[i] = true;
+            } else {
+                let p = i - nk;
+                if p < self.unblocks_phrase_count {
+                    unblocks = Some(unblocks.map_or(p, |u| u.min(p)));
+                } else {
+                    blocked = Some(blocked.map_or(p, |b| b.min(p)));
+                }
             }
         });
-        found
-            .iter()
-            .enumerate()
-            .filter_map(|(i, &f)| f.then_some(i))
-            .collect()
+        Scan {
+            keywords: found
+                .iter()
+                .enumerate()
+                .filter_map(|(i, &f)| f.then_some(i))
+                .collect(),
+            unblocks,
+            blocked,
+        }
+    }
+
+    /// Every pattern that matches at exactly byte `i`.
+    #[inline]
+    fn anchored_matches(&self, bytes: &[u8], i: usize, hit: &mut impl FnMut(usize)) {
+        self.trie.walk(bytes, i, hit);
+    }
+
+    /// Keyword indexes found in `text`, in table order.
+    pub fn keywords_in(&self, text: &str) -> Vec<usize> {
+        self.scan(text).keywords
     }
 
     /// Downstream relevance of a pair and why.
-    pub fn downstream(&self, from: Option<&str>, to: Option<&str>) -> (Hundredths, DownstreamSource) {
+    pub fn downstream(
+        &self,
+        from: Option<&str>,
+        to: Option<&str>,
+    ) -> (Hundredths, DownstreamSource) {
         let default = |reason| (self.default_relevance, DownstreamSource::Default { reason });
         let Some(to) = to.map(agent_key).filter(|t| !t.is_empty()) else {
             return default("next agent unknown");
@@ -426,14 +611,20 @@ impl Engine {
 
     /// Scores one summary.
     pub fn score(&self, input: &ScoreInput<'_>) -> Score {
-        let keywords = self.keywords_in(input.text);
+        let Scan {
+            keywords,
+            unblocks,
+            blocked,
+        } = self.scan(input.text);
         let mut impact = (Hundredths::ZERO, None);
         let mut risk = (Hundredths::ZERO, None);
         let mut novelty = (Hundredths::ZERO, NoveltySource::None);
         // For each dimension the maximum over the keywords found; on a tie the
         // keyword listed first explains it.
         for &i in &keywords {
-            let Some(k) = self.keywords.get(i) else { continue };
+            let Some(k) = self.keywords.get(i) else {
+                continue;
+            };
             if impact.1.is_none() || k.impact > impact.0 {
                 impact = (k.impact, Some(i));
             }
@@ -456,7 +647,7 @@ impl Engine {
                 );
             }
         }
-        let blockers = self.blockers(input);
+        let blockers = self.blockers(input, unblocks, blocked);
         let (downstream, downstream_source) = self.downstream(input.from, input.to);
         let dims = [impact.0, risk.0, novelty.0, blockers.0, downstream];
         let empty_text = input.text.trim().is_empty();
@@ -485,45 +676,44 @@ impl Engine {
         }
     }
 
-    fn blockers(&self, input: &ScoreInput<'_>) -> (Hundredths, BlockerSource) {
+    fn blockers(
+        &self,
+        input: &ScoreInput<'_>,
+        unblocks: Option<usize>,
+        blocked: Option<usize>,
+    ) -> (Hundredths, BlockerSource) {
         if input.unblocks {
             return (self.unblocks_value, BlockerSource::UnblocksFlag);
         }
-        let mut unblocks: Option<usize> = None;
-        let mut blocked: Option<usize> = None;
-        self.each_match(&self.phrase_matcher, input.text, |i| {
-            if i < self.unblocks_phrase_count {
-                unblocks = Some(unblocks.map_or(i, |u| u.min(i)));
-            } else {
-                blocked = Some(blocked.map_or(i, |b| b.min(i)));
-            }
-        });
         let phrase = |i: usize| self.phrases.get(i).cloned().unwrap_or_default();
         let mut best = (Hundredths::ZERO, BlockerSource::None);
         if let Some(i) = unblocks {
-            best = (self.unblocks_value, BlockerSource::UnblocksPhrase(phrase(i)));
+            best = (
+                self.unblocks_value,
+                BlockerSource::UnblocksPhrase(phrase(i)),
+            );
         }
         if input.has_blockers && self.blocked_value > best.0 {
             best = (self.blocked_value, BlockerSource::BlockersField);
         }
-        if let Some(i) = blocked {
-            if self.blocked_value > best.0 {
+        if let Some(i) = blocked
+            && self.blocked_value > best.0 {
                 best = (self.blocked_value, BlockerSource::BlockedPhrase(phrase(i)));
             }
-        }
         best
     }
 
-    /// A human explanation of each dimension, keyed by dimension name.
-    pub fn explain(&self, score: &Score) -> BTreeMap<&'static str, String> {
+    /// A human explanation of each dimension, in dimension order (impact,
+    /// risk, novelty, blockers, downstream, then `total` when it was forced).
+    pub fn explain(&self, score: &Score) -> Vec<(&'static str, String)> {
         let kw = |i: Option<usize>| match i.and_then(|i| self.keywords.get(i)) {
             Some(k) => format!("keyword {:?} ({})", k.keyword, k.category),
             None => "no keyword".to_string(),
         };
-        let mut out = BTreeMap::new();
-        out.insert("impact", kw(score.explain.impact));
-        out.insert("risk", kw(score.explain.risk));
-        out.insert(
+        let mut out = Vec::with_capacity(6);
+        out.push(("impact", kw(score.explain.impact)));
+        out.push(("risk", kw(score.explain.risk)));
+        out.push((
             "novelty",
             match &score.explain.novelty {
                 NoveltySource::None => "no keyword".to_string(),
@@ -532,8 +722,8 @@ impl Engine {
                     format!("{count} files changed (at least {min_files})")
                 }
             },
-        );
-        out.insert(
+        ));
+        out.push((
             "blockers",
             match &score.explain.blockers {
                 BlockerSource::None => "no blocker mentioned".to_string(),
@@ -542,16 +732,19 @@ impl Engine {
                 BlockerSource::BlockersField => "record has blockers".to_string(),
                 BlockerSource::BlockedPhrase(p) => format!("text says {p:?}"),
             },
-        );
-        out.insert(
+        ));
+        out.push((
             "downstream",
             match &score.explain.downstream {
                 DownstreamSource::Pair { from, to } => format!("relevance table {from} -> {to}"),
                 DownstreamSource::Default { reason } => format!("default ({reason})"),
             },
-        );
+        ));
         if score.explain.empty_text {
-            out.insert("total", "empty summary: nothing to keep, score 0".to_string());
+            out.push((
+                "total",
+                "empty summary: nothing to keep, score 0".to_string(),
+            ));
         }
         out
     }
@@ -586,7 +779,10 @@ mod tests {
         assert_eq!(s.total.ten_thousandths(), 7400);
         assert_eq!(s.band, Band::High);
         assert_eq!(names(&e, &s), ["auth", "JWT", "token", "endpoint"]);
-        assert_eq!(s.explain.impact.map(|i| e.keywords()[i].keyword.as_str()), Some("auth"));
+        assert_eq!(
+            s.explain.impact.map(|i| e.keywords()[i].keyword.as_str()),
+            Some("auth")
+        );
     }
 
     #[test]
@@ -614,7 +810,10 @@ mod tests {
             .map(|i| e.keywords()[i].keyword.clone())
             .collect();
         assert_eq!(found, ["auth", "route"]);
-        assert!(e.keywords_in("new  table").is_empty(), "substring mode is literal");
+        assert!(
+            e.keywords_in("new  table").is_empty(),
+            "substring mode is literal"
+        );
     }
 
     #[test]
@@ -654,7 +853,11 @@ mod tests {
         assert_eq!(n("Updated config", 4), 30);
         assert_eq!(n("Updated config", 5), 80);
         assert_eq!(n("Updated config", 10), 100);
-        assert_eq!(n("Created a new table", 5), 90, "keyword 0.9 beats the 5-file 0.8");
+        assert_eq!(
+            n("Created a new table", 5),
+            90,
+            "keyword 0.9 beats the 5-file 0.8"
+        );
     }
 
     #[test]

@@ -1,0 +1,167 @@
+//! `mnemo guard …` and `mnemo hook …`: argument parsing and printing only.
+//! The ACS Guardian itself (protocol, policy, store, adapters) lives in the
+//! `mnemo-guardian` crate.
+
+use clap::{Args, Subcommand, ValueEnum};
+use mnemo_guardian::Transport;
+use mnemo_guardian::adapters::io::run_pre_compact;
+use mnemo_guardian::adapters::{BlockStyle, Host};
+use mnemo_guardian::server::{self, GuardOptions};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Options shared by the Guardian commands.
+#[derive(Debug, Clone, Args)]
+pub struct GuardArgs {
+    /// Guardian policy file (TOML); the built-in defaults when absent.
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+    /// Session store (SQLite file). Default: $MNEMO_HOME/guardian.sqlite3,
+    /// else $XDG_DATA_HOME/mnemo/guardian.sqlite3, else ~/.local/share/mnemo/guardian.sqlite3.
+    #[arg(long, value_name = "PATH")]
+    pub store: Option<PathBuf>,
+    /// Keep session state in memory only (nothing persists).
+    #[arg(long, conflicts_with = "store")]
+    pub memory: bool,
+}
+
+impl GuardArgs {
+    fn options(&self) -> GuardOptions {
+        GuardOptions {
+            policy: self.policy.clone(),
+            store: self.store.clone(),
+            memory: self.memory,
+        }
+    }
+}
+
+/// `mnemo guard …`: the ACS Guardian for compaction.
+#[derive(Debug, Subcommand)]
+pub enum GuardCommand {
+    /// Serve ACS JSON-RPC on stdin/stdout (Content-Length framing).
+    Stdio {
+        /// Policy and store.
+        #[command(flatten)]
+        opts: GuardArgs,
+    },
+    /// Serve ACS JSON-RPC over HTTP POST.
+    Http {
+        /// Address to listen on, e.g. 127.0.0.1:7717.
+        #[arg(long, value_name = "ADDR")]
+        listen: String,
+        /// Policy and store.
+        #[command(flatten)]
+        opts: GuardArgs,
+    },
+    /// Answer one JSON-RPC request read from stdin on stdout (no handshake
+    /// needed; session state persists between calls).
+    Check {
+        /// Policy and store.
+        #[command(flatten)]
+        opts: GuardArgs,
+    },
+}
+
+/// `mnemo hook …`: adapters for agent hosts.
+#[derive(Debug, Subcommand)]
+pub enum HookCommand {
+    /// Claude Code hooks (configure in .claude/settings.json).
+    ClaudeCode {
+        /// The hook event.
+        #[command(subcommand)]
+        event: HookEvent,
+    },
+    /// Codex CLI hooks.
+    Codex {
+        /// The hook event.
+        #[command(subcommand)]
+        event: HookEvent,
+    },
+}
+
+/// How a Claude Code hook blocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BlockWith {
+    /// Exit code 2 with the reason on stderr.
+    ExitCode,
+    /// Exit 0 with {"decision":"block","reason":…} on stdout (reason also on stderr).
+    Json,
+}
+
+/// A host hook event.
+#[derive(Debug, Subcommand)]
+pub enum HookEvent {
+    /// PreCompact: read the hook input on stdin and the transcript it names,
+    /// and block compaction that would fold untrusted content into a summary.
+    PreCompact {
+        /// Guardian policy file (TOML); the built-in defaults when absent.
+        #[arg(long, value_name = "FILE")]
+        policy: Option<PathBuf>,
+        /// Claude Code only: how to block.
+        #[arg(long, value_enum, default_value = "exit-code")]
+        block_with: BlockWith,
+    },
+}
+
+/// Runs `mnemo guard …`.
+pub fn run_guard(cmd: GuardCommand, quiet: bool) -> anyhow::Result<ExitCode> {
+    match cmd {
+        GuardCommand::Stdio { opts } => {
+            let mut g = server::open_guardian(&opts.options(), Transport::Stdio, false)?;
+            let stdin = std::io::stdin();
+            let mut input = stdin.lock();
+            let stdout = std::io::stdout();
+            let mut output = stdout.lock();
+            server::serve_stdio(&mut g, &mut input, &mut output)?;
+        }
+        GuardCommand::Http { listen, opts } => {
+            let g = server::open_guardian(&opts.options(), Transport::Http, false)?;
+            server::serve_http(g, &listen, |addr| {
+                if !quiet {
+                    eprintln!("mnemo guard: listening on http://{addr}");
+                }
+            })?;
+        }
+        GuardCommand::Check { opts } => {
+            let mut g = server::open_guardian(&opts.options(), Transport::Stdio, true)?;
+            let reply = server::check_once(&mut g, std::io::stdin().lock())?;
+            let mut out = std::io::stdout().lock();
+            out.write_all(&reply)?;
+            out.write_all(b"\n")?;
+            out.flush()?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs `mnemo hook …`. Errors (unreadable hook input, bad policy) exit
+/// non-zero without blocking, so a broken hook never blocks a host forever.
+pub fn run_hook(cmd: HookCommand, quiet: bool) -> anyhow::Result<ExitCode> {
+    let (host, event) = match cmd {
+        HookCommand::ClaudeCode { event } => (Host::ClaudeCode, event),
+        HookCommand::Codex { event } => (Host::Codex, event),
+    };
+    let HookEvent::PreCompact { policy, block_with } = event;
+    let style = match block_with {
+        BlockWith::ExitCode => BlockStyle::ExitCode,
+        BlockWith::Json => BlockStyle::Json,
+    };
+    let opts = GuardOptions {
+        policy,
+        store: None,
+        memory: true,
+    };
+    let run = run_pre_compact(host, style, &opts, std::io::stdin().lock())?;
+    let out = run.output;
+    if !out.stdout.is_empty() {
+        let mut o = std::io::stdout().lock();
+        o.write_all(out.stdout.as_bytes())?;
+        o.flush()?;
+    }
+    // A block's reason is part of the host protocol; only notes are quiet-able.
+    if !out.stderr.is_empty() && (!quiet || run.decision.verdict == mnemo_guardian::Verdict::Deny) {
+        eprint!("{}", out.stderr);
+    }
+    Ok(ExitCode::from(out.exit_code))
+}
