@@ -9,6 +9,7 @@ mod config_cmd;
 mod inline_cmd;
 mod io_util;
 mod score_cmd;
+mod scrub_cmd;
 mod stats_cmd;
 
 use std::io::Write;
@@ -41,6 +42,8 @@ enum Command {
     Score(score_cmd::ScoreArgs),
     /// Drop-in for Pantheon's compress-inline.py (modes score, compress, stats, batch).
     Inline(inline_cmd::InlineCmd),
+    /// Redact secrets from a file or standard input (or list them with --audit).
+    Scrub(scrub_cmd::ScrubArgs),
     /// Count tokens (o200k BPE), lines and characters of a text.
     Stats(stats_cmd::StatsArgs),
     /// Write the full default configuration to `mnemo.toml`.
@@ -72,6 +75,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Score(args) => score_cmd::run(args, &global),
         Command::Inline(cmd) => inline_cmd::run(cmd, &global),
+        Command::Scrub(args) => scrub_cmd::run(args, &global),
         Command::Stats(args) => stats_cmd::run(args, &global),
         Command::Init(args) => config_cmd::init(args, &global),
         Command::Config(cmd) => config_cmd::run(cmd, &global),

@@ -71,8 +71,13 @@ impl Engine {
         if hay.is_empty() {
             return out;
         }
+        let markers = self.markers(hay);
         let mut covered = vec![0usize; rules.len()];
         for m in self.ac.find_overlapping_iter(hay) {
+            if !markers.is_empty() && in_marker(&markers, m.start()) {
+                // a keyword inside our own replacement text (`[REDACTED:bearer-token]`)
+                continue;
+            }
             let Some(list) = self.kw_rules.get(m.pattern().as_usize()) else {
                 continue;
             };
@@ -84,13 +89,24 @@ impl Engine {
                 if m.start() < *cov {
                     continue;
                 }
-                *cov = self.scan_window(rule, ri, hay, m.start(), m.end(), &mut out);
+                *cov = self.scan_window(rule, ri, hay, &markers, (m.start(), m.end()), &mut out);
             }
         }
-        if memchr::memmem::find(hay, b"REDACTED").is_some() {
-            out = self.subtract_markers(hay, out);
+        if !markers.is_empty() {
+            out = subtract_markers(hay, &markers, out);
         }
         out
+    }
+
+    /// Byte ranges of replacement markers in `hay` (usually none).
+    fn markers(&self, hay: &[u8]) -> Vec<(usize, usize)> {
+        if memchr::memmem::find(hay, b"REDACTED").is_none() {
+            return Vec::new();
+        }
+        self.marker
+            .find_iter(hay)
+            .map(|m| (m.start(), m.end()))
+            .collect()
     }
 
     /// Runs `rule` on the window around a keyword hit; returns the offset up
@@ -100,8 +116,8 @@ impl Engine {
         rule: &Rule,
         ri: usize,
         hay: &[u8],
-        hit_start: usize,
-        hit_end: usize,
+        markers: &[(usize, usize)],
+        (hit_start, hit_end): (usize, usize),
         out: &mut Vec<Span>,
     ) -> usize {
         let len = hay.len();
@@ -125,7 +141,9 @@ impl Engine {
                 // May be cut by the window: rescan it from its own keyword hit.
                 return m.start();
             }
-            self.accept(rule, ri, hay, window, m.start(), m.end(), out);
+            if markers.is_empty() || !in_marker(markers, m.start()) {
+                self.accept(rule, ri, hay, window, m.start(), m.end(), out);
+            }
             pos = if m.end() > m.start() {
                 m.end()
             } else {
@@ -212,36 +230,6 @@ impl Engine {
         secret.len() >= 6 && distinct <= 2
     }
 
-    /// Removes our own replacement markers from candidates (idempotency):
-    /// a candidate that covers a marker keeps only its parts outside markers.
-    fn subtract_markers(&self, hay: &[u8], cands: Vec<Span>) -> Vec<Span> {
-        let markers: Vec<(usize, usize)> = self
-            .marker
-            .find_iter(hay)
-            .map(|m| (m.start(), m.end()))
-            .collect();
-        if markers.is_empty() {
-            return cands;
-        }
-        let mut out = Vec::with_capacity(cands.len());
-        for c in cands {
-            let mut pos = c.start;
-            for &(ms, me) in &markers {
-                if me <= pos || ms >= c.end {
-                    continue;
-                }
-                if ms > pos {
-                    push_piece(hay, &mut out, c.rule, pos, ms);
-                }
-                pos = pos.max(me);
-            }
-            if pos < c.end {
-                push_piece(hay, &mut out, c.rule, pos, c.end);
-            }
-        }
-        out
-    }
-
     /// Candidates resolved into sorted, non-overlapping spans: overlapping
     /// candidates merge into one span covering their union, named after the
     /// most specific rule (specificity, then longer span, then earlier
@@ -296,6 +284,34 @@ impl Engine {
         });
         out
     }
+}
+
+/// Whether `pos` lies inside one of the sorted, disjoint `markers`.
+fn in_marker(markers: &[(usize, usize)], pos: usize) -> bool {
+    let i = markers.partition_point(|&(_, e)| e <= pos);
+    markers.get(i).is_some_and(|&(s, _)| s <= pos)
+}
+
+/// Removes our own replacement markers from candidates (idempotency): a
+/// candidate that covers a marker keeps only its parts outside markers.
+fn subtract_markers(hay: &[u8], markers: &[(usize, usize)], cands: Vec<Span>) -> Vec<Span> {
+    let mut out = Vec::with_capacity(cands.len());
+    for c in cands {
+        let mut pos = c.start;
+        for &(ms, me) in markers {
+            if me <= pos || ms >= c.end {
+                continue;
+            }
+            if ms > pos {
+                push_piece(hay, &mut out, c.rule, pos, ms);
+            }
+            pos = pos.max(me);
+        }
+        if pos < c.end {
+            push_piece(hay, &mut out, c.rule, pos, c.end);
+        }
+    }
+    out
 }
 
 fn push_piece(hay: &[u8], out: &mut Vec<Span>, rule: usize, s: usize, e: usize) {

@@ -77,28 +77,26 @@ where
     F: FnMut(Redaction),
 {
     let carry = options.carry.min(MAX_STREAM_BUFFER / 2);
-    let chunk = options.chunk_size.clamp(1, MAX_STREAM_BUFFER - carry);
+    let chunk = options.chunk_size.clamp(8, MAX_STREAM_BUFFER - carry);
     let cap = chunk + carry;
-    let mut buf: Vec<u8> = Vec::with_capacity(cap.min(1 << 20));
+    let mut buf: Vec<u8> = Vec::new();
     let mut stats = StreamStats::default();
     let mut base: u64 = 0;
     let mut eof = false;
     loop {
-        // Fill the buffer up to `cap`.
+        // Fill the buffer up to `cap` (growing geometrically, never past
+        // `cap`, without zero-filling).
         while !eof && buf.len() < cap {
-            let old = buf.len();
-            let want = (cap - old).min(1 << 20);
-            buf.resize(old + want, 0);
-            match reader.read(&mut buf[old..]) {
-                Ok(0) => {
-                    buf.truncate(old);
-                    eof = true;
-                }
+            let want = (cap - buf.len()).min(buf.len().max(64 * 1024));
+            buf.reserve_exact(want);
+            match (&mut reader).take(want as u64).read_to_end(&mut buf) {
                 Ok(n) => {
-                    buf.truncate(old + n);
                     stats.bytes_in += n as u64;
+                    if n < want {
+                        eof = true;
+                    }
                 }
-                Err(e) if e.kind() == ErrorKind::Interrupted => buf.truncate(old),
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(e) => return Err(e.into()),
             }
         }
@@ -107,12 +105,18 @@ where
             break;
         }
         stats.rounds += 1;
+        // Never scan or cut inside a UTF-8 sequence that the next read completes.
+        let limit = if eof { buf.len() } else { complete_utf8_prefix(&buf) };
         let mut cut = if eof {
             buf.len()
         } else {
-            choose_cut(&buf, buf.len().saturating_sub(carry).max(1))
+            choose_cut(&buf[..limit], limit.saturating_sub(carry).max(1))
         };
-        let spans = scrubber.engine.resolved(&scrubber.rules, &buf);
+        if cut == 0 {
+            // nothing complete yet (a lone partial character): read more
+            continue;
+        }
+        let spans = scrubber.engine.resolved(&scrubber.rules, &buf[..limit]);
         let mut last = 0usize;
         for s in spans {
             if s.start >= cut {
@@ -144,16 +148,51 @@ where
     Ok(stats)
 }
 
+/// Length of the longest prefix of `buf` that does not end inside an
+/// incomplete UTF-8 sequence.
+fn complete_utf8_prefix(buf: &[u8]) -> usize {
+    let len = buf.len();
+    for back in 1..=4.min(len) {
+        let i = len - back;
+        let b = buf[i];
+        if b & 0xC0 == 0x80 {
+            continue;
+        }
+        let need = if b < 0x80 {
+            1
+        } else if b >= 0xF0 {
+            4
+        } else if b >= 0xE0 {
+            3
+        } else if b >= 0xC0 {
+            2
+        } else {
+            1
+        };
+        return if i + need > len { i } else { len };
+    }
+    len
+}
+
 /// The last line break before `target` (cut after it), else `target` moved
-/// back to a UTF-8 boundary.
+/// to a UTF-8 boundary (backwards if possible, else forwards); never 0 when
+/// `target > 0`.
 fn choose_cut(buf: &[u8], target: usize) -> usize {
     let target = target.min(buf.len());
     if let Some(i) = memchr::memrchr(b'\n', &buf[..target]) {
         return i + 1;
     }
+    let is_cont = |i: usize| buf.get(i).is_some_and(|b| b & 0xC0 == 0x80);
     let mut c = target;
-    while c > 0 && buf.get(c).is_some_and(|b| b & 0xC0 == 0x80) {
+    while c > 0 && is_cont(c) {
         c -= 1;
     }
-    if c == 0 { target } else { c }
+    if c > 0 {
+        return c;
+    }
+    let mut c = target;
+    while c < buf.len() && is_cont(c) {
+        c += 1;
+    }
+    c
 }

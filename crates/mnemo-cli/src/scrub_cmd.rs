@@ -1,0 +1,169 @@
+//! `mnemo scrub`: redact secrets from a file or standard input.
+
+use std::io::{BufWriter, Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::{Args, ValueEnum};
+use mnemo_scrub::{ReplacementStyle, Scrubber, StreamOptions};
+use serde_json::json;
+
+use crate::Global;
+use crate::io_util::read_input;
+
+/// Inputs up to this size are read whole (line numbers in audits); larger
+/// ones are streamed in bounded memory.
+const WHOLE_FILE_LIMIT: u64 = 16 * 1024 * 1024;
+
+/// How redacted spans are rewritten.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Style {
+    /// `[REDACTED:<rule-id>]`.
+    Named,
+    /// What Pantheon's scrub-secrets.py prints (`[REDACTED]`, `[AWS KEY REDACTED]`, …).
+    Pantheon,
+}
+
+/// Arguments of `mnemo scrub`.
+#[derive(Debug, Args)]
+pub struct ScrubArgs {
+    /// File to scrub (`-` or nothing: standard input).
+    #[arg(value_name = "FILE")]
+    file: Option<PathBuf>,
+    /// JSON output: `{"text": …, "redactions": [{"type", "start", "end", "replacement"}]}`
+    /// with byte offsets into the input (with --audit: the findings).
+    #[arg(long)]
+    json: bool,
+    /// List findings (rule, line, column, byte range) without rewriting.
+    #[arg(long)]
+    audit: bool,
+    /// Replacement style.
+    #[arg(long, value_enum, default_value_t = Style::Named)]
+    style: Style,
+}
+
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text.as_bytes()[..offset.min(text.len())];
+    let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+    let line_start = before
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |p| p + 1);
+    let col = text
+        .get(line_start..offset.min(text.len()))
+        .map_or(1, |s| s.chars().count() + 1);
+    (line, col)
+}
+
+/// Runs `mnemo scrub`.
+pub fn run(args: ScrubArgs, global: &Global) -> Result<ExitCode> {
+    let scrubber = Scrubber::default_rules().context("cannot load the secret-scrubbing rules")?;
+    let style = match args.style {
+        Style::Named => ReplacementStyle::Named,
+        Style::Pantheon => ReplacementStyle::Pantheon,
+    };
+    let path = args.file.clone().unwrap_or_else(|| PathBuf::from("-"));
+    let is_stdin = path.as_os_str() == "-";
+    let size = if is_stdin {
+        None
+    } else {
+        Some(
+            std::fs::metadata(&path)
+                .with_context(|| format!("cannot read {}", path.display()))?
+                .len(),
+        )
+    };
+    let whole = args.json || (args.audit && size.is_some_and(|s| s <= WHOLE_FILE_LIMIT));
+    let stdout = std::io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+
+    if whole {
+        let (text, name) = read_input(&path)?;
+        if args.audit {
+            let findings = scrubber.find(&text);
+            if args.json {
+                let list: Vec<_> = findings
+                    .iter()
+                    .map(|f| {
+                        let (line, column) = line_col(&text, f.start);
+                        json!({"type": f.rule, "start": f.start, "end": f.end, "line": line, "column": column})
+                    })
+                    .collect();
+                writeln!(out, "{}", json!({ "findings": list }))?;
+            } else {
+                for f in &findings {
+                    let (line, col) = line_col(&text, f.start);
+                    writeln!(
+                        out,
+                        "{name}:{line}:{col}: {} (bytes {}..{})",
+                        f.rule, f.start, f.end
+                    )?;
+                }
+            }
+            report_count(global, findings.len(), "finding");
+        } else {
+            let scrubbed = scrubber.scrub_with(&text, style);
+            let redactions: Vec<_> = scrubbed
+                .redactions
+                .iter()
+                .map(|r| json!({"type": r.rule, "start": r.start, "end": r.end, "replacement": r.replacement}))
+                .collect();
+            writeln!(
+                out,
+                "{}",
+                json!({"text": scrubbed.text, "redactions": redactions})
+            )?;
+            report_count(global, scrubbed.redactions.len(), "redaction");
+        }
+        out.flush().context("cannot write to standard output")?;
+        return Ok(ExitCode::SUCCESS);
+    }
+
+    // Streaming: bounded memory whatever the input size.
+    let reader: Box<dyn Read> = if is_stdin {
+        Box::new(std::io::stdin().lock())
+    } else {
+        Box::new(
+            std::fs::File::open(&path)
+                .with_context(|| format!("cannot read {}", path.display()))?,
+        )
+    };
+    let options = StreamOptions {
+        style,
+        ..StreamOptions::default()
+    };
+    let name = if is_stdin {
+        "<stdin>".to_string()
+    } else {
+        path.display().to_string()
+    };
+    let mut count = 0usize;
+    if args.audit {
+        let mut lines: Vec<String> = Vec::new();
+        scrubber
+            .scrub_stream_with(reader, std::io::sink(), &options, |r| {
+                count += 1;
+                lines.push(format!("{name}: {} (bytes {}..{})", r.rule, r.start, r.end));
+            })
+            .with_context(|| format!("cannot scrub {name}"))?;
+        for l in lines {
+            writeln!(out, "{l}")?;
+        }
+        report_count(global, count, "finding");
+    } else {
+        scrubber
+            .scrub_stream_with(reader, &mut out, &options, |_| count += 1)
+            .with_context(|| format!("cannot scrub {name}"))?;
+        report_count(global, count, "redaction");
+    }
+    out.flush().context("cannot write to standard output")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn report_count(global: &Global, n: usize, what: &str) {
+    if !global.quiet {
+        let s = if n == 1 { "" } else { "s" };
+        let _ = writeln!(std::io::stderr(), "{n} {what}{s}");
+    }
+}

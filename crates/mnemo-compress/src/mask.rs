@@ -1,0 +1,215 @@
+//! Downstream-aware field masks (seed §5).
+//!
+//! A mask, chosen by [`Config::mask_for`] with SPEC §2's precedence (exact
+//! pair, then `* → to`, then `from → *`, then `* → *`), says which fields of
+//! a compressed entry survive for the receiving agent. `summary:60` keeps the
+//! first 60 characters of the summary, cut on a character boundary.
+
+use mnemo_model::{Config, SummaryRecord};
+use serde::Serialize;
+
+/// The parsed field set of a mask.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct FieldMask {
+    /// Keep `date`.
+    pub date: bool,
+    /// Keep `agent`.
+    pub agent: bool,
+    /// Keep `files`.
+    pub files: bool,
+    /// Keep `summary`; `Some(Some(n))` keeps the first `n` characters.
+    pub summary: Option<Option<usize>>,
+    /// Keep `summary_semantic`.
+    pub summary_semantic: bool,
+    /// Keep `tests`.
+    pub tests: bool,
+    /// Keep `status`.
+    pub status: bool,
+    /// Keep `coverage`.
+    pub coverage: bool,
+    /// Keep `verdict`.
+    pub verdict: bool,
+    /// Keep `critical_issues`.
+    pub critical_issues: bool,
+    /// Keep `blockers`.
+    pub blockers: bool,
+}
+
+impl FieldMask {
+    /// Every field (the `* → themis` need, and what callers use without a mask).
+    pub const ALL: FieldMask = FieldMask {
+        date: true,
+        agent: true,
+        files: true,
+        summary: Some(None),
+        summary_semantic: true,
+        tests: true,
+        status: true,
+        coverage: true,
+        verdict: true,
+        critical_issues: true,
+        blockers: true,
+    };
+
+    /// Parses a mask's field list (`["date", "summary:60"]`); unknown names
+    /// and bad limits are ignored (the configuration validates them).
+    pub fn parse<S: AsRef<str>>(fields: &[S]) -> FieldMask {
+        let mut m = FieldMask::default();
+        for f in fields {
+            let f = f.as_ref().trim();
+            let (name, limit) = match f.split_once(':') {
+                Some((n, l)) => (n.trim(), l.trim().parse::<usize>().ok().filter(|&n| n > 0)),
+                None => (f, None),
+            };
+            match name {
+                "date" => m.date = true,
+                "agent" => m.agent = true,
+                "files" => m.files = true,
+                "summary" => m.summary = Some(limit),
+                "summary_semantic" => m.summary_semantic = true,
+                "tests" => m.tests = true,
+                "status" => m.status = true,
+                "coverage" => m.coverage = true,
+                "verdict" => m.verdict = true,
+                "critical_issues" => m.critical_issues = true,
+                "blockers" => m.blockers = true,
+                _ => {}
+            }
+        }
+        m
+    }
+
+    /// The mask the configuration gives the pair (every field when the
+    /// configuration has no mask at all).
+    pub fn for_pair(config: &Config, from: &str, to: &str) -> FieldMask {
+        config
+            .mask_for(from, to)
+            .map_or(FieldMask::ALL, |m| FieldMask::parse(&m.fields))
+    }
+}
+
+/// An entry after masking: only the kept fields are `Some`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct MaskedEntry {
+    /// `YYYY-MM-DD`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub date: Option<String>,
+    /// Agent name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// Files changed, comma-separated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub files: Option<String>,
+    /// Summary text (possibly cut).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    /// The semantic summary (CRITICAL/HIGH).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary_semantic: Option<String>,
+    /// Test status.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tests: Option<String>,
+    /// Status.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    /// Coverage.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub coverage: Option<String>,
+    /// Review verdict.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<String>,
+    /// Critical issues found in review.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub critical_issues: Option<u32>,
+    /// Blockers, `; `-separated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blockers: Option<String>,
+}
+
+/// The first `n` characters of `s` (never splits a character).
+pub fn first_chars(s: &str, n: usize) -> &str {
+    match s.char_indices().nth(n) {
+        Some((i, _)) => &s[..i],
+        None => s,
+    }
+}
+
+/// Applies `mask` to a record. `semantic` is the generated semantic summary
+/// (CRITICAL/HIGH), kept when the mask keeps `summary_semantic`. Empty
+/// values stay `None`.
+pub fn apply_mask(record: &SummaryRecord, semantic: Option<&str>, mask: &FieldMask) -> MaskedEntry {
+    let nonempty = |s: &str| (!s.trim().is_empty()).then(|| s.to_string());
+    let keep = |on: bool, v: Option<&String>| {
+        if on {
+            v.and_then(|s| nonempty(s))
+        } else {
+            None
+        }
+    };
+    let status = record.status.map(|s| match &record.status_reason {
+        Some(r) => format!("{s} ({r})"),
+        None => s.to_string(),
+    });
+    MaskedEntry {
+        date: keep(mask.date, record.date.as_ref()),
+        agent: keep(mask.agent, record.agent.as_ref()),
+        files: if mask.files && !record.files_changed.is_empty() {
+            Some(record.files_changed.join(", "))
+        } else {
+            None
+        },
+        summary: mask.summary.and_then(|limit| {
+            let text = match limit {
+                Some(n) => first_chars(&record.summary, n),
+                None => record.summary.as_str(),
+            };
+            nonempty(text)
+        }),
+        summary_semantic: if mask.summary_semantic {
+            semantic.and_then(nonempty)
+        } else {
+            None
+        },
+        tests: keep(mask.tests, record.tests.as_ref()),
+        status: keep(mask.status, status.as_ref()),
+        coverage: keep(mask.coverage, record.coverage.as_ref()),
+        verdict: if mask.verdict {
+            record.verdict.map(|v| v.to_string())
+        } else {
+            None
+        },
+        critical_issues: if mask.critical_issues {
+            record.critical_issues
+        } else {
+            None
+        },
+        blockers: if mask.blockers && !record.blockers.is_empty() {
+            Some(record.blockers.join("; "))
+        } else {
+            None
+        },
+    }
+}
+
+/// Looks up the pair's mask in `config` and applies it.
+pub fn mask_entry(
+    config: &Config,
+    record: &SummaryRecord,
+    semantic: Option<&str>,
+    from: &str,
+    to: &str,
+) -> MaskedEntry {
+    apply_mask(record, semantic, &FieldMask::for_pair(config, from, to))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_chars_respects_char_boundaries() {
+        assert_eq!(first_chars("héllo wörld", 7), "héllo w");
+        assert_eq!(first_chars("ab", 60), "ab");
+        assert_eq!(first_chars("✅✅✅", 2), "✅✅");
+    }
+}

@@ -1,0 +1,182 @@
+//! One phase gate's compression, end to end and still pure: preflight →
+//! score → allocate → summarize → mask → detect cross-references → views
+//! ready to render.
+//!
+//! The bank layer calls [`compress_phase`] once per phase of a batch (passing
+//! each phase's carryover to the next), merges [`CompressedPhase::refs`] into
+//! the index, and renders with [`crate::render`].
+
+use mnemo_model::{Config, Status, SummaryRecord};
+use mnemo_score::{Band, Engine, ScoreInput};
+use serde::Serialize;
+
+use crate::budget::{AllocItem, BudgetParams, HalfLines, PhaseAllocation, allocate_phase};
+use crate::facts::extract;
+use crate::mask::{MaskedEntry, mask_entry};
+use crate::preflight::{ArtifactType, Decision, Preflight, can_compress};
+use crate::render::{EntryView, confirmation};
+use crate::summary::{DeterministicSummarizer, Summarizer, SummaryRequest};
+use crate::xref::{NewRef, detect};
+
+/// One phase of a gate.
+#[derive(Debug, Clone, Copy)]
+pub struct PhaseInput<'a> {
+    /// Phase label (`1`, `2a`).
+    pub phase: &'a str,
+    /// Date of the gate, used when a record has none.
+    pub date: &'a str,
+    /// Next agent, used when a record has no `to`.
+    pub to: Option<&'a str>,
+    /// Planned phases of the feature (`None`: the configured default).
+    pub phases: Option<u32>,
+    /// Carryover from the previous phase.
+    pub carry_in: HalfLines,
+    /// The records.
+    pub records: &'a [SummaryRecord],
+}
+
+/// A record that was compressed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CompressedEntry {
+    /// Position in the input.
+    pub index: usize,
+    /// Ready to render.
+    pub view: EntryView,
+    /// The record after the pair's field mask.
+    pub masked: MaskedEntry,
+    /// The preflight's decision (compress, or compress with ⚠️).
+    pub decision: Decision,
+    /// True when a plugged-in summarizer failed and the deterministic one
+    /// was used instead.
+    pub fell_back: bool,
+}
+
+/// The result of one phase.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CompressedPhase {
+    /// The budget allocation (of the compressed entries).
+    pub allocation: PhaseAllocation,
+    /// Compressed entries, in allocation order (score descending).
+    pub entries: Vec<CompressedEntry>,
+    /// Records the preflight refused, with the decision (and its reason).
+    pub skipped: Vec<(usize, Decision)>,
+    /// Cross-references detected (not yet given ids).
+    pub refs: Vec<NewRef>,
+}
+
+impl CompressedPhase {
+    /// The confirmation line, given how many cross-refs the merge added.
+    pub fn confirmation(&self, xrefs_added: usize) -> String {
+        confirmation(
+            self.entries.len(),
+            self.allocation.count(Band::Critical),
+            self.allocation.count(Band::High),
+            xrefs_added,
+        )
+    }
+}
+
+/// Compresses one phase. `summarizer` writes the summaries; when it fails
+/// the deterministic summarizer is used and the entry says so.
+pub fn compress_phase(
+    config: &Config,
+    engine: &Engine,
+    summarizer: &dyn Summarizer,
+    input: &PhaseInput<'_>,
+) -> CompressedPhase {
+    let fallback = DeterministicSummarizer::new(config);
+    let mut kept: Vec<(usize, Decision)> = Vec::new();
+    let mut skipped = Vec::new();
+    for (i, r) in input.records.iter().enumerate() {
+        let pre = Preflight {
+            status: r.status,
+            active_blockers: !r.blockers.is_empty(),
+            ..Preflight::default()
+        };
+        // The seed requires `complete` (or `partial`, with ⚠️); a record
+        // without a status is skipped with a reason.
+        let d = can_compress(ArtifactType::SubtaskSummary, &pre);
+        if d.compresses() {
+            kept.push((i, d));
+        } else {
+            skipped.push((i, d));
+        }
+    }
+    let mut items = Vec::with_capacity(kept.len());
+    for (i, _) in &kept {
+        let r = &input.records[*i];
+        let text = r.scoring_text();
+        let to = r.to.as_deref().or(input.to);
+        let score = engine.score(&ScoreInput {
+            text: &text,
+            files: r.files_changed.len(),
+            from: r.sender(),
+            to,
+            unblocks: r.unblocks,
+            has_blockers: r.has_blockers(),
+        });
+        items.push(AllocItem {
+            score: score.total.ten_thousandths(),
+            band: score.band,
+            partial: r.status == Some(Status::Partial),
+        });
+    }
+    let params = BudgetParams::from_config(&config.budget, input.phases);
+    let allocation = allocate_phase(&params, input.phase, input.carry_in, &items);
+    let mut entries = Vec::with_capacity(kept.len());
+    let mut refs = Vec::new();
+    for ea in &allocation.entries {
+        let Some((index, decision)) = kept.get(ea.index).cloned() else {
+            continue;
+        };
+        let r = &input.records[index];
+        let from = r.sender().unwrap_or("unknown");
+        let to = r.to.as_deref().or(input.to);
+        let req = SummaryRequest {
+            record: r,
+            band: ea.band,
+            mode: ea.mode,
+            from,
+            to,
+        };
+        let (summary, fell_back) = match summarizer.summarize(&req) {
+            Ok(s) => (s, false),
+            Err(_) => (fallback.build(&req), true),
+        };
+        let agent = config.display_agent(r.agent.as_deref().unwrap_or(from));
+        let phase = r.phase.as_deref().unwrap_or(input.phase).to_string();
+        let date = r.date.as_deref().unwrap_or(input.date).to_string();
+        let masked = mask_entry(
+            config,
+            r,
+            summary.semantic().as_deref(),
+            from,
+            to.unwrap_or("*"),
+        );
+        let facts = extract(&r.scoring_text(), &r.files_changed);
+        refs.extend(detect(r, ea.band, &phase, &agent, &facts));
+        entries.push(CompressedEntry {
+            index,
+            view: EntryView {
+                agent,
+                date,
+                phase,
+                score: ea.score,
+                band: ea.band,
+                mode: ea.mode,
+                status: r.status,
+                summary,
+                source_summary: r.summary.clone(),
+            },
+            masked,
+            decision,
+            fell_back,
+        });
+    }
+    CompressedPhase {
+        allocation,
+        entries,
+        skipped,
+        refs,
+    }
+}

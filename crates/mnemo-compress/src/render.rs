@@ -1,0 +1,496 @@
+//! The text mnemo writes (seed §8, §9, §15, §17).
+//!
+//! * [`render_zz`]: `ZZ-phase{N}-context.md`, exactly in the §8 format.
+//! * [`completed_entry`]: an entry of `## Completed Phases` in
+//!   `01-active-context.md`. Its first line ends with a marker
+//!   `<!-- mnemo:key=DATE|PHASE|AGENT hash=HHHHHHHHHHHHHHHH -->` that carries
+//!   the §17 idempotency key and content hash, so that a re-run skips an
+//!   identical entry and overwrites a changed one ([`parse_marker`]).
+//!   Continuation lines start with two spaces.
+//! * [`progress_section`]: `### YYYY-MM-DD — Phase <phase>: <Agent>` with
+//!   its `**Review:**` line.
+//! * [`handoff_prompt`]: the §15 next-agent block.
+//! * [`confirmation`]: the §9 confirmation line.
+
+use std::fmt::Write as _;
+
+use mnemo_model::{Status, SummaryRecord, Verdict, agent_key};
+use mnemo_score::Band;
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use crate::budget::{Mode, PhaseAllocation};
+use crate::summary::{Body, Summary, file_list};
+use crate::xref::{NewRef, RefId};
+
+/// A score in ten-thousandths, printed with two decimals rounded half-up.
+pub fn fmt_score(ten_thousandths: u32) -> String {
+    let r = ten_thousandths.saturating_add(50) / 100;
+    format!("{}.{:02}", r / 100, r % 100)
+}
+
+/// The label of the next phase: `2` → `3`, `2a` → `3`; other labels get
+/// `+1` appended (`final` → `final+1`).
+pub fn next_phase(phase: &str) -> String {
+    let p = phase.trim();
+    let digits: String = p.chars().take_while(char::is_ascii_digit).collect();
+    match digits.parse::<u64>() {
+        Ok(n) => n.saturating_add(1).to_string(),
+        Err(_) => format!("{p}+1"),
+    }
+}
+
+/// The §17 content hash: `sha256("date|phase|agent|summary")`, first 16 hex
+/// digits. The agent is normalised (lower case, no `@`).
+pub fn entry_hash(date: &str, phase: &str, agent: &str, summary: &str) -> String {
+    let canonical = format!("{date}|{phase}|{}|{summary}", agent_key(agent));
+    let digest = Sha256::digest(canonical.as_bytes());
+    let mut out = String::with_capacity(16);
+    for b in digest.iter().take(8) {
+        let _ = write!(out, "{b:02x}");
+    }
+    out
+}
+
+/// The §17 idempotency key of an entry.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct EntryKey {
+    /// `YYYY-MM-DD`.
+    pub date: String,
+    /// Phase label.
+    pub phase: String,
+    /// Agent, normalised.
+    pub agent: String,
+}
+
+fn key_part(s: &str) -> String {
+    s.trim()
+        .chars()
+        .map(|c| {
+            if c.is_whitespace() || c == '|' || c == '>' || c == '<' {
+                '_'
+            } else {
+                c
+            }
+        })
+        .collect::<String>()
+        .replace("--", "-")
+}
+
+impl EntryKey {
+    /// A key; the parts are made marker-safe (no spaces, `|`, `<`, `>`, `--`).
+    pub fn new(date: &str, phase: &str, agent: &str) -> EntryKey {
+        EntryKey {
+            date: key_part(date),
+            phase: key_part(phase),
+            agent: key_part(&agent_key(agent)),
+        }
+    }
+
+    /// `date|phase|agent`.
+    pub fn render(&self) -> String {
+        format!("{}|{}|{}", self.date, self.phase, self.agent)
+    }
+}
+
+/// The marker that ends an entry's first line.
+pub fn marker(key: &EntryKey, hash: &str) -> String {
+    format!("<!-- mnemo:key={} hash={} -->", key.render(), hash)
+}
+
+/// Reads the marker of a `## Completed Phases` line: key and hash.
+pub fn parse_marker(line: &str) -> Option<(EntryKey, String)> {
+    let start = line.find("<!-- mnemo:key=")? + "<!-- mnemo:key=".len();
+    let rest = &line[start..];
+    let end = rest.find("-->")?;
+    let inner = rest[..end].trim();
+    let (key, hash) = inner.split_once(" hash=")?;
+    let mut parts = key.splitn(3, '|');
+    let (date, phase, agent) = (parts.next()?, parts.next()?, parts.next()?);
+    let hash = hash.trim();
+    if hash.is_empty() || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    Some((
+        EntryKey {
+            date: date.to_string(),
+            phase: phase.to_string(),
+            agent: agent.to_string(),
+        },
+        hash.to_string(),
+    ))
+}
+
+/// One compressed entry, ready to render.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EntryView {
+    /// Agent display name (`Hermes`).
+    pub agent: String,
+    /// `YYYY-MM-DD`.
+    pub date: String,
+    /// Phase label.
+    pub phase: String,
+    /// Exact score in ten-thousandths.
+    pub score: u32,
+    /// Band used.
+    pub band: Band,
+    /// Mode given by the allocator.
+    pub mode: Mode,
+    /// Status (`partial` is marked ⚠️).
+    pub status: Option<Status>,
+    /// The summary.
+    pub summary: Summary,
+    /// The record's summary text (for the content hash).
+    pub source_summary: String,
+}
+
+impl EntryView {
+    fn status_cell(&self) -> String {
+        match self.status {
+            Some(Status::Partial) => "⚠️ partial".to_string(),
+            Some(s) => s.to_string(),
+            None => "complete".to_string(),
+        }
+    }
+
+    /// The idempotency key.
+    pub fn key(&self) -> EntryKey {
+        EntryKey::new(&self.date, &self.phase, &self.agent)
+    }
+
+    /// The content hash.
+    pub fn hash(&self) -> String {
+        entry_hash(&self.date, &self.phase, &self.agent, &self.source_summary)
+    }
+}
+
+/// What the ZZ artifact needs besides the entries.
+#[derive(Debug, Clone, Copy)]
+pub struct ZzHeader<'a> {
+    /// Phase label (`1`).
+    pub phase: &'a str,
+    /// Next phase label; `None` → [`next_phase`].
+    pub next_phase: Option<&'a str>,
+    /// Sending agents (`hermes`).
+    pub from: &'a [String],
+    /// Receiving agents.
+    pub to: &'a [String],
+}
+
+fn at_list(agents: &[String]) -> String {
+    if agents.is_empty() {
+        return "@unknown".to_string();
+    }
+    let mut seen: Vec<String> = Vec::new();
+    for a in agents {
+        let k = agent_key(a);
+        if !seen.contains(&k) {
+            seen.push(k);
+        }
+    }
+    seen.iter()
+        .map(|a| format!("@{a}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn cell(s: &str) -> String {
+    s.replace(['\n', '\r'], " ").replace('|', "\\|")
+}
+
+/// Renders `ZZ-phase{N}-context.md` (seed §8). `entries` are in allocation
+/// order (score descending). Subsections with no entries are left out; the
+/// Cross-References table is always written (header only when empty).
+pub fn render_zz(
+    header: &ZzHeader<'_>,
+    alloc: &PhaseAllocation,
+    entries: &[EntryView],
+    xrefs: &[(RefId, NewRef)],
+) -> String {
+    let n = header.phase.trim();
+    let next = header
+        .next_phase
+        .map_or_else(|| next_phase(n), |s| s.trim().to_string());
+    let mut o = String::new();
+    let _ = writeln!(o, "# Phase {n} → Phase {next} Context");
+    let _ = writeln!(o, "**From:** {} (Phase {n})", at_list(header.from));
+    let _ = writeln!(o, "**To:** {} (Phase {next})", at_list(header.to));
+    o.push('\n');
+    o.push_str("## Budget\n");
+    let _ = writeln!(o, "- Allocated: {} lines", alloc.allocated);
+    let _ = writeln!(o, "- Used: {} lines", alloc.used);
+    let _ = writeln!(o, "- Carried: {} lines", alloc.carried);
+    o.push('\n');
+    o.push_str("## Priority Entries\n");
+    let critical: Vec<&EntryView> = entries
+        .iter()
+        .filter(|e| matches!(e.summary.body, Body::Critical { .. }))
+        .collect();
+    let high: Vec<&EntryView> = entries
+        .iter()
+        .filter(|e| matches!(e.summary.body, Body::High { .. }))
+        .collect();
+    let standard: Vec<&EntryView> = entries
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.summary.body,
+                Body::Standard { .. } | Body::Aggressive { .. }
+            )
+        })
+        .collect();
+    if !critical.is_empty() {
+        o.push_str("\n### CRITICAL (expanded)\n");
+        for e in critical {
+            if let Body::Critical {
+                what,
+                to_next,
+                gotcha,
+            } = &e.summary.body
+            {
+                o.push('\n');
+                let _ = writeln!(o, "**Entry:** {}", e.summary.title);
+                let _ = writeln!(
+                    o,
+                    "**Agent:** {} | **Score:** {}",
+                    e.agent,
+                    fmt_score(e.score)
+                );
+                let _ = writeln!(o, "**What changed:** {what}");
+                let _ = writeln!(o, "**To next agent:** {to_next}");
+                let _ = writeln!(o, "**Gotcha:** {gotcha}");
+            }
+        }
+    }
+    if !high.is_empty() {
+        o.push_str("\n### HIGH (2-line)\n");
+        for e in high {
+            if let Body::High { what, to_next } = &e.summary.body {
+                o.push('\n');
+                let _ = writeln!(o, "**Entry:** {}", e.summary.title);
+                let _ = writeln!(
+                    o,
+                    "**Agent:** {} | **Score:** {}",
+                    e.agent,
+                    fmt_score(e.score)
+                );
+                let _ = writeln!(o, "**What changed:** {what}");
+                let _ = writeln!(o, "**To next agent:** {to_next}");
+            }
+        }
+    }
+    if !standard.is_empty() {
+        o.push_str("\n### STANDARD (1-line)\n\n");
+        o.push_str("| Date | Agent | Summary | Status |\n");
+        o.push_str("|------|-------|---------|--------|\n");
+        for e in standard {
+            let _ = writeln!(
+                o,
+                "| {} | {} | {} | {} |",
+                cell(&e.date),
+                cell(&e.agent),
+                cell(&e.summary.cell()),
+                e.status_cell()
+            );
+        }
+    }
+    o.push_str("\n## Cross-References\n\n");
+    o.push_str("| ID | Type | Name | File |\n");
+    o.push_str("|----|------|------|------|\n");
+    for (id, r) in xrefs {
+        let _ = writeln!(
+            o,
+            "| {id} | {} | {} | {} |",
+            cell(&r.kind),
+            cell(&r.name),
+            cell(&r.location)
+        );
+    }
+    o
+}
+
+/// An entry of `## Completed Phases`: one line per budget line (CRITICAL 3,
+/// HIGH expanded 2, otherwise 1), the first ending with the marker. The
+/// text ends with a newline.
+pub fn completed_entry(e: &EntryView) -> String {
+    let warn = if e.status == Some(Status::Partial) {
+        " ⚠️ partial"
+    } else {
+        ""
+    };
+    let head = format!(
+        "- **{} · P{} · {}** — {} {}{warn}",
+        e.date,
+        e.phase.trim().trim_start_matches(['P', 'p']),
+        e.agent,
+        e.band,
+        fmt_score(e.score)
+    );
+    let m = marker(&e.key(), &e.hash());
+    match &e.summary.body {
+        Body::Critical {
+            what,
+            to_next,
+            gotcha,
+        } => format!(
+            "{head} — What changed: {what} {m}\n  - To next agent: {to_next}\n  - Gotcha: {gotcha}\n"
+        ),
+        Body::High { what, to_next } => {
+            format!("{head} — What changed: {what} {m}\n  - To next agent: {to_next}\n")
+        }
+        Body::Standard { .. } | Body::Aggressive { .. } => {
+            format!("{head} — {} {m}\n", e.summary.cell())
+        }
+    }
+}
+
+/// A review's outcome, for the `**Review:**` line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Review {
+    /// Verdict.
+    pub verdict: Verdict,
+    /// Critical issues found.
+    pub critical_issues: Option<u32>,
+    /// Coverage.
+    pub coverage: Option<String>,
+}
+
+impl Review {
+    /// The review of a Themis record, when it has a verdict.
+    pub fn of(record: &SummaryRecord) -> Option<Review> {
+        Some(Review {
+            verdict: record.verdict?,
+            critical_issues: record.critical_issues,
+            coverage: record.coverage.clone(),
+        })
+    }
+}
+
+/// `### YYYY-MM-DD — Phase <phase>: <Agent>` (the §17 key of the section).
+pub fn progress_heading(date: &str, phase: &str, agent: &str) -> String {
+    format!("### {date} — Phase {}: {agent}", phase.trim())
+}
+
+/// `**Review:** APPROVED — 0 critical issues, coverage 87%`.
+pub fn review_line(r: &Review) -> String {
+    let mut bits = Vec::new();
+    if let Some(n) = r.critical_issues {
+        bits.push(format!(
+            "{n} critical issue{}",
+            if n == 1 { "" } else { "s" }
+        ));
+    }
+    if let Some(c) = &r.coverage {
+        bits.push(format!("coverage {c}"));
+    }
+    if bits.is_empty() {
+        format!("**Review:** {}", r.verdict)
+    } else {
+        format!("**Review:** {} — {}", r.verdict, bits.join(", "))
+    }
+}
+
+/// A progress-log section: heading, status, score, files, summary, tests and
+/// the `**Review:**` line when there is a review. Ends with a newline.
+pub fn progress_section(e: &EntryView, record: &SummaryRecord, review: Option<&Review>) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "{}", progress_heading(&e.date, &e.phase, &e.agent));
+    o.push('\n');
+    let _ = writeln!(
+        o,
+        "**Status:** {} · **Priority:** {} ({})",
+        e.status_cell(),
+        e.band,
+        fmt_score(e.score)
+    );
+    if !record.files_changed.is_empty() {
+        let _ = writeln!(o, "**Files:** {}", file_list(&record.files_changed));
+    }
+    let text = record
+        .summary
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    if !text.is_empty() {
+        let _ = writeln!(o, "**Summary:** {text}");
+    }
+    if let Some(t) = &record.tests {
+        let _ = writeln!(o, "**Tests:** {t}");
+    }
+    if let Some(r) = review {
+        let _ = writeln!(o, "{}", review_line(r));
+    }
+    o
+}
+
+/// The §15 block injected into the next agent's prompt.
+pub fn handoff_prompt(
+    learnings: Option<&str>,
+    phase: &str,
+    next: Option<&str>,
+    zz: &str,
+) -> String {
+    let next = next.map_or_else(|| next_phase(phase), str::to_string);
+    let learnings = learnings
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .unwrap_or("_(no learnings recorded)_");
+    format!(
+        "## Previous Wave Learnings\n{learnings}\n\n## Compressed Context (Phase {} → Phase {next})\n{}\n\nApply these learnings and context to your implementation.\n",
+        phase.trim(),
+        zz.trim_end()
+    )
+}
+
+/// `Compression complete: N entries compressed (M CRITICAL, P HIGH), K cross-refs added`.
+pub fn confirmation(entries: usize, critical: usize, high: usize, xrefs: usize) -> String {
+    format!(
+        "Compression complete: {entries} entries compressed ({critical} CRITICAL, {high} HIGH), {xrefs} cross-refs added"
+    )
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scores_round_half_up() {
+        assert_eq!(fmt_score(8150), "0.82");
+        assert_eq!(fmt_score(7449), "0.74");
+        assert_eq!(fmt_score(10_000), "1.00");
+        assert_eq!(fmt_score(0), "0.00");
+    }
+
+    #[test]
+    fn next_phases() {
+        assert_eq!(next_phase("1"), "2");
+        assert_eq!(next_phase("2a"), "3");
+        assert_eq!(next_phase("final"), "final+1");
+    }
+
+    #[test]
+    fn hash_is_sixteen_hex_and_stable() {
+        let h = entry_hash("2026-06-20", "1", "Hermes", "x");
+        assert_eq!(h.len(), 16);
+        assert_eq!(h, entry_hash("2026-06-20", "1", "@hermes", "x"));
+        assert_ne!(h, entry_hash("2026-06-20", "1", "hermes", "y"));
+        // sha256("2026-06-20|1|hermes|x")[:16]
+        let full = Sha256::digest(b"2026-06-20|1|hermes|x");
+        assert!(h.starts_with(&format!("{:02x}", full[0])));
+    }
+
+    #[test]
+    fn marker_round_trip() {
+        let k = EntryKey::new("2026-06-20", "2 a", "Hermes");
+        let m = marker(&k, "0123456789abcdef");
+        assert_eq!(
+            m,
+            "<!-- mnemo:key=2026-06-20|2_a|hermes hash=0123456789abcdef -->"
+        );
+        let (k2, h) = parse_marker(&format!("- text {m}")).unwrap();
+        assert_eq!((k2, h.as_str()), (k, "0123456789abcdef"));
+        assert!(parse_marker("no marker").is_none());
+        assert!(parse_marker("<!-- mnemo:key=a|b|c hash=zz -->").is_none());
+    }
+}

@@ -1,0 +1,308 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! Golden files for every format this crate writes. `MNEMO_BLESS=1`
+//! rewrites them.
+
+use mnemo_compress::budget::{AllocItem, BudgetParams, HalfLines, allocate_phase};
+use mnemo_compress::facts::extract;
+use mnemo_compress::render::{
+    EntryView, Review, ZzHeader, completed_entry, confirmation, handoff_prompt, parse_marker,
+    progress_section, render_zz,
+};
+use mnemo_compress::summary::{DeterministicSummarizer, Summarizer, SummaryRequest};
+use mnemo_compress::xref::{NextIds, detect, parse_index};
+use mnemo_model::{Config, Status, SummaryRecord, Verdict};
+use mnemo_score::Band;
+
+fn golden(name: &str, actual: &str) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name);
+    if std::env::var_os("MNEMO_BLESS").is_some_and(|v| v == "1") {
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|_| panic!("missing golden {name}; run with MNEMO_BLESS=1"));
+    assert_eq!(
+        actual, expected,
+        "golden {name} differs; rerun with MNEMO_BLESS=1 if intended"
+    );
+}
+
+struct Case {
+    record: SummaryRecord,
+    score: u32,
+    band: Band,
+    to: &'static str,
+}
+
+fn rec(agent: &str, summary: &str, files: &[&str]) -> SummaryRecord {
+    SummaryRecord {
+        agent: Some(agent.into()),
+        phase: Some("1".into()),
+        date: Some("2026-06-20".into()),
+        feature: Some("auth-jwt".into()),
+        files_changed: files.iter().map(|s| s.to_string()).collect(),
+        summary: summary.into(),
+        status: Some(Status::Complete),
+        tests: Some("✅ 14 passing".into()),
+        ..SummaryRecord::default()
+    }
+}
+
+fn cases() -> Vec<Case> {
+    let mut hermes = rec(
+        "hermes",
+        "Added POST /auth/login and POST /auth/refresh endpoints with JWT rotation. Access token lives 15 min, refresh token 7 days.",
+        &[
+            "backend/routers/auth.py",
+            "backend/services/token_service.py",
+        ],
+    );
+    hermes.why = Some("Aphrodite needs to implement login form and token storage (httpOnly cookies), auto-refresh on 401.".into());
+    hermes.gotcha = Some("Refresh tokens are stored in DB as hashed — no raw token access after issue. Rotate on every use.".into());
+    let demeter = rec(
+        "demeter",
+        "Created `refresh_tokens` table with FK to `users`, hashed token, expires_at, revoked_at. Migration 0012_refresh_tokens adds a unique composite index on (user_id, token_hash). Note: two-phase rollout — read-old/write-new first.",
+        &["backend/migrations/0012_refresh_tokens.sql"],
+    );
+    let aphrodite = rec(
+        "aphrodite",
+        "Login form with email + password, validation, error display. Hits POST /auth/login.",
+        &["web/src/components/LoginForm.tsx"],
+    );
+    let prometheus = rec(
+        "prometheus",
+        "Dockerized auth service with nginx",
+        &["Dockerfile", "deploy/nginx.conf"],
+    );
+    let mut docs = rec("mnemosyne", "Fixed a typo in the README", &["README.md"]);
+    docs.status = Some(Status::Partial);
+    docs.status_reason = Some("one link left".into());
+    let mut themis = rec(
+        "themis",
+        "Review approved. Decided to keep rotation instead of opaque tokens, see _notes/ADR-auth-strategy.md.",
+        &[],
+    );
+    themis.verdict = Some(Verdict::Approved);
+    themis.critical_issues = Some(0);
+    themis.coverage = Some("87%".into());
+    vec![
+        Case {
+            record: hermes,
+            score: 8200,
+            band: Band::Critical,
+            to: "aphrodite",
+        },
+        Case {
+            record: demeter,
+            score: 9100,
+            band: Band::Critical,
+            to: "hermes",
+        },
+        Case {
+            record: aphrodite,
+            score: 6200,
+            band: Band::High,
+            to: "hermes",
+        },
+        Case {
+            record: prometheus,
+            score: 4500,
+            band: Band::Medium,
+            to: "hermes",
+        },
+        Case {
+            record: docs,
+            score: 300,
+            band: Band::Low,
+            to: "hermes",
+        },
+        Case {
+            record: themis,
+            score: 5000,
+            band: Band::Medium,
+            to: "hermes",
+        },
+    ]
+}
+
+#[test]
+fn golden_phase_outputs() {
+    let config = Config::default();
+    let params = BudgetParams::from_config(&config.budget, None);
+    let cases = cases();
+    let items: Vec<AllocItem> = cases
+        .iter()
+        .map(|c| AllocItem {
+            score: c.score,
+            band: c.band,
+            partial: c.record.status == Some(Status::Partial),
+        })
+        .collect();
+    let alloc = allocate_phase(&params, "1", HalfLines(0), &items);
+    let summarizer = DeterministicSummarizer::new(&config);
+    let mut views = Vec::new();
+    let mut refs = Vec::new();
+    for ea in &alloc.entries {
+        let c = &cases[ea.index];
+        let agent = c.record.agent.clone().unwrap();
+        let summary = summarizer
+            .summarize(&SummaryRequest {
+                record: &c.record,
+                band: ea.band,
+                mode: ea.mode,
+                from: &agent,
+                to: Some(c.to),
+            })
+            .unwrap();
+        let display = config.display_agent(&agent);
+        let facts = extract(&c.record.scoring_text(), &c.record.files_changed);
+        refs.extend(detect(&c.record, ea.band, "1", &display, &facts));
+        views.push(EntryView {
+            agent: display,
+            date: "2026-06-20".into(),
+            phase: "1".into(),
+            score: ea.score,
+            band: ea.band,
+            mode: ea.mode,
+            status: c.record.status,
+            summary,
+            source_summary: c.record.summary.clone(),
+        });
+    }
+    let mut index = parse_index("");
+    let mut ids =
+        NextIds::parse(r#"{"decisions": 1, "entities": 1, "milestones": 1, "tasks": 1}"#).unwrap();
+    let merged = index.merge(&refs, &mut ids).unwrap();
+    for v in &views {
+        index.upsert_feature(
+            "auth-jwt",
+            "1",
+            &v.agent,
+            v.band,
+            "JWT login + refresh token UI",
+        );
+    }
+    let xrefs: Vec<_> = merged
+        .iter()
+        .zip(&refs)
+        .map(|((id, _), r)| (*id, r.clone()))
+        .collect();
+    let from = vec!["hermes".to_string(), "demeter".to_string()];
+    let to = vec!["aphrodite".to_string()];
+    let zz = render_zz(
+        &ZzHeader {
+            phase: "1",
+            next_phase: None,
+            from: &from,
+            to: &to,
+        },
+        &alloc,
+        &views,
+        &xrefs,
+    );
+    golden("ZZ-phase1-context.md", &zz);
+
+    let completed: String = views.iter().map(completed_entry).collect();
+    golden("completed-phases.md", &completed);
+    // Every entry has a marker with its key and hash; line counts follow the budget.
+    for (v, ea) in views.iter().zip(&alloc.entries) {
+        let text = completed_entry(v);
+        let (key, hash) = parse_marker(text.lines().next().unwrap()).unwrap();
+        assert_eq!(key, v.key());
+        assert_eq!(hash, v.hash());
+        let expect_lines = (ea.lines.units() as usize).div_ceil(2);
+        assert_eq!(text.lines().count(), expect_lines, "{text}");
+    }
+
+    let log: String = views
+        .iter()
+        .zip(&alloc.entries)
+        .map(|(v, ea)| {
+            let r = &cases[ea.index].record;
+            progress_section(v, r, Review::of(r).as_ref()) + "\n"
+        })
+        .collect();
+    golden("progress-log.md", &log);
+
+    golden("xref-index.md", &index.render());
+    golden("next-id.json", &ids.render());
+
+    let learnings =
+        "# Learnings: auth-jwt\n\n## Gotchas\n- Cookies need SameSite=Lax for the refresh call.";
+    golden(
+        "handoff.md",
+        &handoff_prompt(Some(learnings), "1", None, &zz),
+    );
+
+    let conf = confirmation(
+        views.len(),
+        alloc.count(Band::Critical),
+        alloc.count(Band::High),
+        merged.iter().filter(|(_, added)| *added).count(),
+    );
+    golden("confirmation.txt", &(conf.clone() + "\n"));
+    assert!(conf.starts_with("Compression complete: 6 entries compressed (2 CRITICAL, 1 HIGH), "));
+}
+
+#[test]
+fn zz_format_matches_the_spec_example_structure() {
+    let Ok(example) = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/pantheon-fixtures/spec-examples/ZZ-phase1-context.example.md"
+    )) else {
+        println!("SKIPPED: ../shared not found");
+        return;
+    };
+    let ours = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/golden/ZZ-phase1-context.md"
+    ))
+    .unwrap();
+    // Same skeleton: the headings and labels, in the same order.
+    let skeleton = |s: &str| -> Vec<String> {
+        s.lines()
+            .filter_map(|l| {
+                if l.starts_with('#') {
+                    Some(l.split_whitespace().take(2).collect::<Vec<_>>().join(" "))
+                } else if let Some(rest) = l.strip_prefix("**") {
+                    rest.split("**").next().map(|x| format!("**{x}**"))
+                } else if l.starts_with("- ") {
+                    l.split(':').next().map(str::to_string)
+                } else if l.starts_with('|') {
+                    Some("|".into())
+                } else {
+                    None
+                }
+            })
+            .collect()
+    };
+    let mut a = skeleton(&example);
+    let mut b = skeleton(&ours);
+    a.dedup();
+    b.dedup();
+    let heads = |v: &Vec<String>| {
+        v.iter()
+            .filter(|l| l.starts_with('#'))
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(heads(&a), heads(&b));
+    for label in [
+        "**Entry:**",
+        "**Agent:**",
+        "**What changed:**",
+        "**To next agent:**",
+        "**Gotcha:**",
+        "- Allocated",
+        "- Used",
+        "- Carried",
+    ] {
+        assert!(b.contains(&label.to_string()), "{label}");
+    }
+    assert!(
+        ours.contains("| Date | Agent | Summary | Status |\n|------|-------|---------|--------|\n")
+    );
+    assert!(ours.contains("| ID | Type | Name | File |\n|----|------|------|------|\n"));
+}
