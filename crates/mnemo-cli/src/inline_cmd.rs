@@ -101,9 +101,18 @@ fn read_batch_item(path: &str) -> BatchItem {
 pub fn run(cmd: InlineCmd, global: &Global) -> Result<ExitCode> {
     let (config, _) = load_config(global.config.as_deref())?;
     let inline = Inline::new(&config).context("cannot compile the scoring tables")?;
-    // Fail closed: without the scrubber nothing is printed.
-    let scrubber = Scrubber::default_rules().context("cannot load the secret-scrubbing rules")?;
-    let scrub = |s: &str| scrubber.scrub_with(s, ReplacementStyle::Pantheon).text;
+    // Fail closed: without the scrubber nothing is printed. Only the modes
+    // that print text load it (score and stats print numbers only).
+    let scrubber = match cmd.mode {
+        Mode::Compress | Mode::Batch => {
+            Some(Scrubber::default_rules().context("cannot load the secret-scrubbing rules")?)
+        }
+        Mode::Score | Mode::Stats => None,
+    };
+    let scrub = |s: &str| match scrubber {
+        Some(scrubber) => scrubber.scrub_with(s, ReplacementStyle::Pantheon).text,
+        None => s.to_string(),
+    };
     let args = InlineArgs {
         text: &cmd.text,
         files: cmd.files.as_deref(),
