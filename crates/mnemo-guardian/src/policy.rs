@@ -1,0 +1,542 @@
+//! The Guardian's local trust and compaction policy (TOML; pure parsing and
+//! validation, no I/O). Bad values are rejected with their key path.
+//!
+//! ```toml
+//! policy_id = "mnemo-default"
+//! [trust]
+//! tool_output = "untrusted"        # each ACS origin: trusted | untrusted
+//! agent_generated = "lineage"      # minimum of its lineage (default)
+//! unknown_lineage = "untrusted"    # lineage ids the Guardian never saw
+//! [[trust.source]]                 # origin + source-id glob, first match wins
+//! origin = "tool_output"
+//! source_id = "mcp__github__*"
+//! trust = "trusted"
+//! [compaction]
+//! on_untrusted = "deny"            # deny | allow
+//! regrounding = ["user_input"]     # trusted origins that end the taint window
+//! manual_override = true           # a manual compaction counts as re-grounding
+//! max_compression_ratio = 100      # estimated_input_tokens / target_summary_tokens
+//! allow_untrusted_below_tokens = 0 # small compactions tolerate taint
+//! [compaction.triggers]            # per triggered_by: policy | allow | deny
+//! agent_initiated = "policy"
+//! [guardian]
+//! skew_window_ms = 300000
+//! max_request_bytes = 1048576
+//! ```
+
+use crate::model::{Origin, Trigger};
+use std::collections::BTreeMap;
+
+/// Trust classification, ordered: `Untrusted < Trusted`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Trust {
+    /// Policy-untrusted.
+    Untrusted,
+    /// Policy-trusted.
+    Trusted,
+}
+
+impl Trust {
+    /// Lowercase name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Trust::Untrusted => "untrusted",
+            Trust::Trusted => "trusted",
+        }
+    }
+}
+
+/// How an origin is classified.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OriginRule {
+    /// Fixed class.
+    Fixed(Trust),
+    /// Minimum of the lineage (`derived_from`); no lineage means trusted.
+    Lineage,
+}
+
+/// An origin + source-id glob rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceRule {
+    /// Origin it applies to.
+    pub origin: Origin,
+    /// Glob over `source_id` (`*` any run, `?` one character).
+    pub source_id: String,
+    /// Class when matched.
+    pub trust: Trust,
+}
+
+/// What happens when untrusted content entered after the last re-grounding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnUntrusted {
+    /// Deny the compaction (with a named way out).
+    Deny,
+    /// Allow it; the summary carries the taint in its lineage.
+    Allow,
+}
+
+/// Per-trigger rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TriggerRule {
+    /// Apply the taint and magnitude rules.
+    Policy,
+    /// Always allow.
+    Allow,
+    /// Always deny (another trigger is the way out).
+    Deny,
+}
+
+/// Envelope settings of the Guardian server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GuardianSettings {
+    /// Allowed clock skew of request timestamps, ms (`None`: not checked).
+    pub skew_window_ms: Option<u64>,
+    /// Largest accepted request, bytes.
+    pub max_request_bytes: usize,
+    /// HMAC key id expected in signatures.
+    pub hmac_key_id: Option<String>,
+    /// Environment variable that holds the HMAC key.
+    pub hmac_key_env: Option<String>,
+    /// Whether `handshake/hello` must come first (servers; `check` never needs it).
+    pub require_handshake: bool,
+}
+
+impl Default for GuardianSettings {
+    fn default() -> Self {
+        GuardianSettings {
+            skew_window_ms: Some(300_000),
+            max_request_bytes: 1 << 20,
+            hmac_key_id: None,
+            hmac_key_env: None,
+            require_handshake: true,
+        }
+    }
+}
+
+/// The whole policy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Policy {
+    /// Cited in `policy_references`.
+    pub policy_id: String,
+    /// Cited in `policy_references`.
+    pub policy_version: String,
+    /// Class per origin.
+    pub origins: BTreeMap<Origin, OriginRule>,
+    /// Origin + source rules (first match wins, before `origins`).
+    pub sources: Vec<SourceRule>,
+    /// Class of lineage ids never seen.
+    pub unknown_lineage: Trust,
+    /// Untrusted content after the last re-grounding.
+    pub on_untrusted: OnUntrusted,
+    /// Origins that end the taint window.
+    pub regrounding: Vec<Origin>,
+    /// A manual compaction counts as re-grounding.
+    pub manual_override: bool,
+    /// Per-trigger rules.
+    pub triggers: BTreeMap<Trigger, TriggerRule>,
+    /// Deny when input/target exceeds this ratio.
+    pub max_compression_ratio: Option<u64>,
+    /// Tolerate taint when `estimated_input_tokens` is at most this.
+    pub allow_untrusted_below_tokens: Option<u64>,
+    /// Server settings.
+    pub guardian: GuardianSettings,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        let mut origins = BTreeMap::new();
+        for o in Origin::ALL {
+            let rule = match o {
+                Origin::UserInput | Origin::System => OriginRule::Fixed(Trust::Trusted),
+                Origin::AgentGenerated => OriginRule::Lineage,
+                _ => OriginRule::Fixed(Trust::Untrusted),
+            };
+            origins.insert(o, rule);
+        }
+        Policy {
+            policy_id: "mnemo-default".into(),
+            policy_version: "1".into(),
+            origins,
+            sources: Vec::new(),
+            unknown_lineage: Trust::Untrusted,
+            on_untrusted: OnUntrusted::Deny,
+            regrounding: vec![Origin::UserInput],
+            manual_override: true,
+            triggers: Trigger::ALL
+                .into_iter()
+                .map(|t| (t, TriggerRule::Policy))
+                .collect(),
+            max_compression_ratio: None,
+            allow_untrusted_below_tokens: None,
+            guardian: GuardianSettings::default(),
+        }
+    }
+}
+
+/// A policy error: key path and reason.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("policy {key}: {reason}")]
+pub struct PolicyError {
+    /// Dotted key path, e.g. `compaction.on_untrusted`.
+    pub key: String,
+    /// Why it was rejected.
+    pub reason: String,
+}
+
+fn perr(key: impl Into<String>, reason: impl Into<String>) -> PolicyError {
+    PolicyError {
+        key: key.into(),
+        reason: reason.into(),
+    }
+}
+
+fn as_str<'a>(v: &'a toml::Value, key: &str) -> Result<&'a str, PolicyError> {
+    v.as_str()
+        .ok_or_else(|| perr(key, format!("expected a string, got {}", v.type_str())))
+}
+
+fn as_u64(v: &toml::Value, key: &str) -> Result<u64, PolicyError> {
+    match v.as_integer() {
+        Some(i) if i >= 0 => Ok(i as u64),
+        Some(_) => Err(perr(key, "must not be negative")),
+        None => Err(perr(
+            key,
+            format!("expected an integer, got {}", v.type_str()),
+        )),
+    }
+}
+
+fn as_bool(v: &toml::Value, key: &str) -> Result<bool, PolicyError> {
+    v.as_bool()
+        .ok_or_else(|| perr(key, format!("expected true or false, got {}", v.type_str())))
+}
+
+fn as_table<'a>(v: &'a toml::Value, key: &str) -> Result<&'a toml::Table, PolicyError> {
+    v.as_table()
+        .ok_or_else(|| perr(key, format!("expected a table, got {}", v.type_str())))
+}
+
+fn parse_trust(v: &toml::Value, key: &str) -> Result<Trust, PolicyError> {
+    match as_str(v, key)? {
+        "trusted" => Ok(Trust::Trusted),
+        "untrusted" => Ok(Trust::Untrusted),
+        other => Err(perr(
+            key,
+            format!("expected \"trusted\" or \"untrusted\", got \"{other}\""),
+        )),
+    }
+}
+
+fn parse_origin(v: &toml::Value, key: &str) -> Result<Origin, PolicyError> {
+    let s = as_str(v, key)?;
+    Origin::parse(s).ok_or_else(|| perr(key, format!("unknown ACS origin \"{s}\"")))
+}
+
+impl Policy {
+    /// Parses and validates a TOML policy; absent keys keep their defaults.
+    pub fn from_toml(text: &str) -> Result<Policy, PolicyError> {
+        let root: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+            let line = e
+                .span()
+                .map(|s| text[..s.start.min(text.len())].lines().count().max(1))
+                .unwrap_or(0);
+            perr(format!("(line {line})"), e.message().to_string())
+        })?;
+        let mut p = Policy::default();
+        for (k, v) in &root {
+            match k.as_str() {
+                "policy_id" => p.policy_id = as_str(v, k)?.to_string(),
+                "policy_version" => p.policy_version = as_str(v, k)?.to_string(),
+                "trust" => p.parse_trust_table(as_table(v, k)?)?,
+                "compaction" => p.parse_compaction(as_table(v, k)?)?,
+                "guardian" => p.parse_guardian(as_table(v, k)?)?,
+                _ => return Err(perr(k.as_str(), "unknown key")),
+            }
+        }
+        p.check()?;
+        Ok(p)
+    }
+
+    fn parse_trust_table(&mut self, t: &toml::Table) -> Result<(), PolicyError> {
+        for (k, v) in t {
+            let key = format!("trust.{k}");
+            if k == "unknown_lineage" {
+                self.unknown_lineage = parse_trust(v, &key)?;
+            } else if k == "source" {
+                let arr = v
+                    .as_array()
+                    .ok_or_else(|| perr(&key, "expected an array of tables ([[trust.source]])"))?;
+                for (i, item) in arr.iter().enumerate() {
+                    let ikey = format!("trust.source[{i}]");
+                    let tt = as_table(item, &ikey)?;
+                    let mut origin = None;
+                    let mut pattern = None;
+                    let mut trust = None;
+                    for (ik, iv) in tt {
+                        let fk = format!("{ikey}.{ik}");
+                        match ik.as_str() {
+                            "origin" => origin = Some(parse_origin(iv, &fk)?),
+                            "source_id" => pattern = Some(as_str(iv, &fk)?.to_string()),
+                            "trust" => trust = Some(parse_trust(iv, &fk)?),
+                            _ => return Err(perr(fk, "unknown key")),
+                        }
+                    }
+                    let origin =
+                        origin.ok_or_else(|| perr(format!("{ikey}.origin"), "is required"))?;
+                    let source_id =
+                        pattern.ok_or_else(|| perr(format!("{ikey}.source_id"), "is required"))?;
+                    let trust =
+                        trust.ok_or_else(|| perr(format!("{ikey}.trust"), "is required"))?;
+                    self.sources.push(SourceRule {
+                        origin,
+                        source_id,
+                        trust,
+                    });
+                }
+            } else if let Some(o) = Origin::parse(k) {
+                let rule = match as_str(v, &key)? {
+                    "lineage" if o == Origin::AgentGenerated => OriginRule::Lineage,
+                    "lineage" => {
+                        return Err(perr(key, "\"lineage\" applies only to agent_generated"));
+                    }
+                    _ => OriginRule::Fixed(parse_trust(v, &key)?),
+                };
+                self.origins.insert(o, rule);
+            } else {
+                return Err(perr(
+                    key,
+                    "unknown key (expected an ACS origin, unknown_lineage or source)",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn parse_compaction(&mut self, t: &toml::Table) -> Result<(), PolicyError> {
+        for (k, v) in t {
+            let key = format!("compaction.{k}");
+            match k.as_str() {
+                "on_untrusted" => {
+                    self.on_untrusted = match as_str(v, &key)? {
+                        "deny" => OnUntrusted::Deny,
+                        "allow" => OnUntrusted::Allow,
+                        other => {
+                            return Err(perr(
+                                key,
+                                format!("expected \"deny\" or \"allow\", got \"{other}\""),
+                            ));
+                        }
+                    }
+                }
+                "regrounding" => {
+                    let arr = v
+                        .as_array()
+                        .ok_or_else(|| perr(&key, "expected an array of origins"))?;
+                    self.regrounding.clear();
+                    for (i, o) in arr.iter().enumerate() {
+                        let o = parse_origin(o, &format!("{key}[{i}]"))?;
+                        if !self.regrounding.contains(&o) {
+                            self.regrounding.push(o);
+                        }
+                    }
+                }
+                "manual_override" => self.manual_override = as_bool(v, &key)?,
+                "max_compression_ratio" => {
+                    let r = as_u64(v, &key)?;
+                    if r == 0 {
+                        return Err(perr(key, "must be at least 1"));
+                    }
+                    self.max_compression_ratio = Some(r);
+                }
+                "allow_untrusted_below_tokens" => {
+                    self.allow_untrusted_below_tokens = Some(as_u64(v, &key)?)
+                }
+                "triggers" => {
+                    for (tk, tv) in as_table(v, &key)? {
+                        let fk = format!("{key}.{tk}");
+                        let trig = Trigger::parse(tk)
+                            .ok_or_else(|| perr(&fk, "unknown trigger (size_threshold, manual, agent_initiated, framework_initiated)"))?;
+                        let rule = match as_str(tv, &fk)? {
+                            "policy" => TriggerRule::Policy,
+                            "allow" => TriggerRule::Allow,
+                            "deny" => TriggerRule::Deny,
+                            other => {
+                                return Err(perr(
+                                    fk,
+                                    format!(
+                                        "expected \"policy\", \"allow\" or \"deny\", got \"{other}\""
+                                    ),
+                                ));
+                            }
+                        };
+                        self.triggers.insert(trig, rule);
+                    }
+                }
+                _ => return Err(perr(key, "unknown key")),
+            }
+        }
+        Ok(())
+    }
+
+    fn parse_guardian(&mut self, t: &toml::Table) -> Result<(), PolicyError> {
+        for (k, v) in t {
+            let key = format!("guardian.{k}");
+            match k.as_str() {
+                "skew_window_ms" => self.guardian.skew_window_ms = Some(as_u64(v, &key)?),
+                "check_timestamps" => {
+                    if !as_bool(v, &key)? {
+                        self.guardian.skew_window_ms = None;
+                    }
+                }
+                "max_request_bytes" => {
+                    let n = as_u64(v, &key)?;
+                    if n < 256 {
+                        return Err(perr(key, "must be at least 256"));
+                    }
+                    self.guardian.max_request_bytes = usize::try_from(n).unwrap_or(usize::MAX);
+                }
+                "hmac_key_id" => self.guardian.hmac_key_id = Some(as_str(v, &key)?.to_string()),
+                "hmac_key_env" => self.guardian.hmac_key_env = Some(as_str(v, &key)?.to_string()),
+                "require_handshake" => self.guardian.require_handshake = as_bool(v, &key)?,
+                _ => return Err(perr(key, "unknown key")),
+            }
+        }
+        Ok(())
+    }
+
+    /// Cross-key checks: every deny must have a way out.
+    fn check(&self) -> Result<(), PolicyError> {
+        for o in &self.regrounding {
+            if self.origins.get(o) != Some(&OriginRule::Fixed(Trust::Trusted)) {
+                return Err(perr(
+                    "compaction.regrounding",
+                    format!(
+                        "{} is not trusted in [trust]; only trusted origins can re-ground",
+                        o.as_str()
+                    ),
+                ));
+            }
+        }
+        if self.on_untrusted == OnUntrusted::Deny
+            && self.regrounding.is_empty()
+            && !self.manual_override
+        {
+            return Err(perr(
+                "compaction",
+                "on_untrusted = \"deny\" needs a way out: a non-empty regrounding list or manual_override = true",
+            ));
+        }
+        if self.triggers.values().all(|r| *r == TriggerRule::Deny) {
+            return Err(perr(
+                "compaction.triggers",
+                "every trigger denies: compaction could never happen",
+            ));
+        }
+        if self.manual_override && self.triggers.get(&Trigger::Manual) == Some(&TriggerRule::Deny) {
+            return Err(perr(
+                "compaction.triggers.manual",
+                "\"deny\" contradicts manual_override = true",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Class of an origin + source id, before lineage (`None` for lineage-classified origins).
+    pub fn fixed_trust(&self, origin: Origin, source_id: Option<&str>) -> Option<Trust> {
+        if let Some(sid) = source_id
+            && let Some(rule) = self
+                .sources
+                .iter()
+                .find(|r| r.origin == origin && glob_match(&r.source_id, sid))
+        {
+            return Some(rule.trust);
+        }
+        match self.origins.get(&origin) {
+            Some(OriginRule::Fixed(t)) => Some(*t),
+            Some(OriginRule::Lineage) => None,
+            None => Some(Trust::Untrusted),
+        }
+    }
+}
+
+/// Glob match: `*` matches any run (including empty), `?` one character.
+pub fn glob_match(pattern: &str, text: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let t: Vec<char> = text.chars().collect();
+    let (mut pi, mut ti) = (0usize, 0usize);
+    let mut star: Option<(usize, usize)> = None;
+    while ti < t.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
+            pi += 1;
+            ti += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some((pi, ti));
+            pi += 1;
+        } else if let Some((sp, st)) = star {
+            pi = sp + 1;
+            ti = st + 1;
+            star = Some((sp, st + 1));
+        } else {
+            return false;
+        }
+    }
+    while pi < p.len() && p[pi] == '*' {
+        pi += 1;
+    }
+    pi == p.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs() {
+        assert!(glob_match("mcp__github__*", "mcp__github__create_issue"));
+        assert!(glob_match("*", ""));
+        assert!(glob_match("a?c", "abc"));
+        assert!(!glob_match("a*d", "abc"));
+        assert!(glob_match("*.example.com/*", "https://docs.example.com/x"));
+    }
+
+    #[test]
+    fn rejects_bad_values_with_key_path() {
+        let e = Policy::from_toml("[compaction]\non_untrusted = \"maybe\"\n").err();
+        assert_eq!(e.map(|e| e.key), Some("compaction.on_untrusted".into()));
+        let e = Policy::from_toml("[trust]\ntool_output = \"sorta\"\n").err();
+        assert_eq!(e.map(|e| e.key), Some("trust.tool_output".into()));
+        let e = Policy::from_toml("[compaction]\nregrounding = [\"tool_output\"]\n").err();
+        assert_eq!(e.map(|e| e.key), Some("compaction.regrounding".into()));
+        let e =
+            Policy::from_toml("[compaction]\nregrounding = []\nmanual_override = false\n").err();
+        assert_eq!(e.map(|e| e.key), Some("compaction".into()));
+        let e = Policy::from_toml("[compaction.triggers]\nmanual = \"deny\"\n").err();
+        assert_eq!(e.map(|e| e.key), Some("compaction.triggers.manual".into()));
+        let e = Policy::from_toml("bogus = 1\n").err();
+        assert_eq!(e.map(|e| e.key), Some("bogus".into()));
+        assert!(Policy::from_toml("[[trust.source]]\norigin = \"tool_output\"\n").is_err());
+    }
+
+    #[test]
+    fn parses_full_policy() {
+        let p = Policy::from_toml(
+            "policy_id = \"p\"\n[trust]\nretrieved = \"trusted\"\n[[trust.source]]\norigin = \"tool_output\"\nsource_id = \"mcp__github__*\"\ntrust = \"trusted\"\n[compaction]\non_untrusted = \"deny\"\nregrounding = [\"user_input\", \"system\"]\nmanual_override = false\nmax_compression_ratio = 20\n[compaction.triggers]\nagent_initiated = \"deny\"\n[guardian]\nskew_window_ms = 1000\n",
+        );
+        let p = match p {
+            Ok(p) => p,
+            Err(e) => panic!("{e}"),
+        };
+        assert_eq!(
+            p.fixed_trust(Origin::ToolOutput, Some("mcp__github__x")),
+            Some(Trust::Trusted)
+        );
+        assert_eq!(
+            p.fixed_trust(Origin::ToolOutput, Some("Bash")),
+            Some(Trust::Untrusted)
+        );
+        assert_eq!(p.fixed_trust(Origin::Retrieved, None), Some(Trust::Trusted));
+        assert_eq!(p.fixed_trust(Origin::AgentGenerated, None), None);
+        assert_eq!(p.regrounding, vec![Origin::UserInput, Origin::System]);
+        assert_eq!(p.guardian.skew_window_ms, Some(1000));
+    }
+}

@@ -1,0 +1,1027 @@
+//! The Guardian core: one JSON-RPC 2.0 request in, one response out
+//! ([`Guardian::handle`]). Pure apart from the [`SessionStore`] it is given
+//! and the clock; the transports (stdio, HTTP, one-shot) live in `server`.
+
+use crate::chain::{self, Hash};
+use crate::decide::{CompactionInput, EntryProvenance, TrustResolver, decide_compaction};
+use crate::jcs::canonicalize;
+use crate::model::{
+    self, ACS_VERSION, AcsParams, ClientHello, Origin, PostCompact, PreCompact, Provenance,
+    Trigger, Verdict,
+};
+use crate::policy::{Policy, Trust};
+use crate::store::{CompactionRecord, SessionStore, StepRecord, StoreError};
+use crate::validate::{self, ValidationError};
+use hmac::{Hmac, Mac};
+use serde_json::{Map, Value, json};
+use sha2::Sha256;
+use std::collections::{BTreeSet, HashMap};
+
+/// JSON-RPC and ACS error codes.
+pub mod codes {
+    /// Invalid JSON.
+    pub const PARSE_ERROR: i64 = -32700;
+    /// Not a valid request object (or too large, or no handshake yet).
+    pub const INVALID_REQUEST: i64 = -32600;
+    /// Unknown method.
+    pub const METHOD_NOT_FOUND: i64 = -32601;
+    /// Params or payload violate the schema.
+    pub const INVALID_PARAMS: i64 = -32602;
+    /// The Guardian failed (store error).
+    pub const INTERNAL_ERROR: i64 = -32603;
+    /// ACS UNSUPPORTED_VERSION.
+    pub const UNSUPPORTED_VERSION: i64 = -32001;
+    /// ACS signature invalid or missing.
+    pub const SIGNATURE_INVALID: i64 = -32004;
+    /// ACS replayed request id.
+    pub const REPLAY_DETECTED: i64 = -32005;
+    /// ACS TIMESTAMP_OUT_OF_WINDOW.
+    pub const TIMESTAMP_OUT_OF_WINDOW: i64 = -32006;
+}
+
+/// Methods evaluated by this Guardian.
+pub const METHODS: &[&str] = &[
+    "handshake/hello",
+    "system/ping",
+    "steps/preCompact",
+    "steps/postCompact",
+    "steps/userMessage",
+    "steps/agentResponse",
+    "steps/toolCallRequest",
+    "steps/toolCallResult",
+    "steps/knowledgeRetrieval",
+    "steps/memoryContextRetrieval",
+    "steps/memoryStore",
+    "steps/turnEnd",
+    "steps/subagentStop",
+    "steps/sessionStart",
+    "steps/sessionEnd",
+    "steps/turnStart",
+    "steps/agentTrigger",
+    "steps/subagentStart",
+];
+
+/// Transport names used in the ServerHello.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// Content-Length framed stdio.
+    Stdio,
+    /// HTTP POST.
+    Http,
+}
+
+/// Envelope settings.
+#[derive(Debug, Clone)]
+pub struct GuardianConfig {
+    /// Allowed timestamp skew (`None`: not checked).
+    pub skew_window_ms: Option<u64>,
+    /// HMAC-SHA256 keys by key id; when non-empty every request must be signed.
+    pub hmac_keys: Vec<(String, Vec<u8>)>,
+    /// Whether `handshake/hello` must come first in a session.
+    pub require_handshake: bool,
+    /// Largest request accepted.
+    pub max_request_bytes: usize,
+    /// Transport answered in the ServerHello.
+    pub transport: Transport,
+}
+
+impl Default for GuardianConfig {
+    fn default() -> Self {
+        GuardianConfig {
+            skew_window_ms: Some(300_000),
+            hmac_keys: Vec::new(),
+            require_handshake: true,
+            max_request_bytes: 1 << 20,
+            transport: Transport::Stdio,
+        }
+    }
+}
+
+impl GuardianConfig {
+    /// Settings from a policy's `[guardian]` table (keys are added by the caller).
+    pub fn from_policy(p: &Policy) -> Self {
+        GuardianConfig {
+            skew_window_ms: p.guardian.skew_window_ms,
+            hmac_keys: Vec::new(),
+            require_handshake: p.guardian.require_handshake,
+            max_request_bytes: p.guardian.max_request_bytes,
+            transport: Transport::Stdio,
+        }
+    }
+}
+
+/// A JSON-RPC error.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RpcError {
+    /// Code.
+    pub code: i64,
+    /// Message.
+    pub message: String,
+    /// Structured detail.
+    pub data: Option<Value>,
+}
+
+impl RpcError {
+    fn new(code: i64, message: impl Into<String>) -> Self {
+        RpcError {
+            code,
+            message: message.into(),
+            data: None,
+        }
+    }
+    fn with(mut self, data: Value) -> Self {
+        self.data = Some(data);
+        self
+    }
+    fn invalid(code: i64, e: &ValidationError) -> Self {
+        RpcError::new(
+            code,
+            format!(
+                "invalid {}: {}",
+                if code == codes::INVALID_PARAMS {
+                    "params"
+                } else {
+                    "request"
+                },
+                e
+            ),
+        )
+        .with(json!({"path": e.path, "reason": e.message}))
+    }
+}
+
+impl From<StoreError> for RpcError {
+    fn from(e: StoreError) -> Self {
+        RpcError::new(codes::INTERNAL_ERROR, e.to_string())
+    }
+}
+
+/// The Guardian: policy + envelope settings + session store.
+pub struct Guardian<S: SessionStore> {
+    policy: Policy,
+    config: GuardianConfig,
+    store: S,
+    clock: fn() -> i64,
+    handled: u64,
+    in_batch: bool,
+}
+
+/// Requests between two prunings of old request ids.
+const PRUNE_EVERY: u64 = 4096;
+
+impl<S: SessionStore> Guardian<S> {
+    /// A Guardian over `store`.
+    pub fn new(policy: Policy, config: GuardianConfig, store: S) -> Self {
+        Guardian {
+            policy,
+            config,
+            store,
+            clock: crate::time::now_ms,
+            handled: 0,
+            in_batch: false,
+        }
+    }
+
+    /// Replaces the clock (Unix ms), for tests.
+    pub fn with_clock(mut self, clock: fn() -> i64) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// The store.
+    pub fn store_mut(&mut self) -> &mut S {
+        &mut self.store
+    }
+
+    /// The policy.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// The envelope settings.
+    pub fn config(&self) -> &GuardianConfig {
+        &self.config
+    }
+
+    /// Handles one request's bytes; always returns a response's bytes.
+    pub fn handle(&mut self, bytes: &[u8]) -> Vec<u8> {
+        let resp = match parse_request(bytes, self.config.max_request_bytes) {
+            Ok(v) => self.handle_value(&v),
+            Err(e) => e,
+        };
+        encode_response(&resp)
+    }
+
+    /// Handles one parsed request.
+    pub fn handle_value(&mut self, req: &Value) -> Value {
+        let id = match req.get("id") {
+            Some(v @ (Value::String(_) | Value::Number(_))) => v.clone(),
+            _ => Value::Null,
+        };
+        if self.in_batch {
+            return match self.process(req) {
+                Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+                Err(e) => error_response(id, &e),
+            };
+        }
+        if let Err(e) = self.store.begin() {
+            return error_response(id, &e.into());
+        }
+        let out = self.process(req);
+        // A store failure leaves nothing half-written (where the store can roll back).
+        let commit = match &out {
+            Err(e) if e.code == codes::INTERNAL_ERROR => self.store.rollback(),
+            _ => self.store.commit(),
+        };
+        match (out, commit) {
+            (Ok(result), Ok(())) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+            (Err(e), _) => error_response(id, &e),
+            (Ok(_), Err(e)) => error_response(id, &e.into()),
+        }
+    }
+
+    /// Handles several parsed requests, in order, in one store transaction
+    /// (group commit). When the commit fails every answer is an internal error.
+    pub fn handle_batch(&mut self, reqs: &[Value]) -> Vec<Value> {
+        let ids: Vec<Value> = reqs
+            .iter()
+            .map(|r| match r.get("id") {
+                Some(v @ (Value::String(_) | Value::Number(_))) => v.clone(),
+                _ => Value::Null,
+            })
+            .collect();
+        if let Err(e) = self.store.begin() {
+            let e: RpcError = e.into();
+            return ids.into_iter().map(|id| error_response(id, &e)).collect();
+        }
+        self.in_batch = true;
+        let out: Vec<Value> = reqs.iter().map(|r| self.handle_value(r)).collect();
+        self.in_batch = false;
+        match self.store.commit() {
+            Ok(()) => out,
+            Err(e) => {
+                let e: RpcError = e.into();
+                ids.into_iter().map(|id| error_response(id, &e)).collect()
+            }
+        }
+    }
+
+    fn process(&mut self, req: &Value) -> Result<Value, RpcError> {
+        let Some(obj) = req.as_object() else {
+            return Err(RpcError::new(
+                codes::INVALID_REQUEST,
+                "request must be a JSON object",
+            ));
+        };
+        // Version first, so a future major gets UNSUPPORTED_VERSION whatever its shape.
+        if let Some(v) = obj
+            .get("params")
+            .and_then(|p| p.get("acs_version"))
+            .and_then(Value::as_str)
+            && validate::pattern_matches(validate::Pattern::Semver, v)
+            && major(v) != major(ACS_VERSION)
+        {
+            return Err(unsupported(v));
+        }
+        if let Err(e) = validate::validate(validate::request_envelope_schema(), req, "") {
+            let code = if e.path.starts_with("/params") {
+                codes::INVALID_PARAMS
+            } else {
+                codes::INVALID_REQUEST
+            };
+            return Err(RpcError::invalid(code, &e));
+        }
+        let method = obj
+            .get("method")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if !METHODS.contains(&method) {
+            return Err(RpcError::new(
+                codes::METHOD_NOT_FOUND,
+                format!("method not found: {method}"),
+            ));
+        }
+        let params_v = obj.get("params").cloned().unwrap_or(Value::Null);
+        let params: AcsParams = serde_json::from_value(params_v.clone())
+            .map_err(|e| RpcError::new(codes::INVALID_PARAMS, format!("invalid params: {e}")))?;
+        self.check_signature(req, &params)?;
+        let now = (self.clock)();
+        if let Some(window) = self.config.skew_window_ms {
+            let ts = crate::time::parse_rfc3339_ms(&params.timestamp).unwrap_or(i64::MIN);
+            let skew = now.saturating_sub(ts).unsigned_abs();
+            if skew > window {
+                return Err(RpcError::new(codes::TIMESTAMP_OUT_OF_WINDOW, "timestamp outside the allowed window").with(
+                    json!({"skew_window_ms": window, "server_time": crate::time::format_rfc3339_ms(now), "timestamp": params.timestamp}),
+                ));
+            }
+        }
+        self.handled += 1;
+        if let Some(window) = self.config.skew_window_ms
+            && self.handled % PRUNE_EVERY == 1
+        {
+            let w = i64::try_from(window)
+                .unwrap_or(i64::MAX / 4)
+                .min(i64::MAX / 4);
+            self.store.prune_requests(now.saturating_sub(2 * w))?;
+        }
+        if !self.store.mark_request(&params.request_id, now)? {
+            return Err(RpcError::new(codes::REPLAY_DETECTED, "replayed request_id")
+                .with(json!({"request_id": params.request_id})));
+        }
+        let session = params.metadata.session_id.clone();
+        if method == "handshake/hello" {
+            return self.hello(&params, &session);
+        }
+        if self.config.require_handshake
+            && method != "system/ping"
+            && !self.store.is_handshaken(&session)?
+        {
+            return Err(RpcError::new(
+                codes::INVALID_REQUEST,
+                "handshake/hello required before other methods",
+            )
+            .with(json!({"session_id": session})));
+        }
+        let payload = Value::Object(params.payload.clone());
+        if let Some(schema) = validate::payload_schema(method)
+            && let Err(e) = validate::validate(schema, &payload, "/params/payload")
+        {
+            return Err(RpcError::invalid(codes::INVALID_PARAMS, &e));
+        }
+        match method {
+            "system/ping" => Ok(self
+                .result(&params, Verdict::Allow, None)
+                .with_payload(json!({
+                    "status": "ok",
+                    "echo": params.payload.get("echo").cloned().unwrap_or(Value::Null),
+                    "server_timestamp": crate::time::format_rfc3339_ms(now),
+                }))
+                .0),
+            "steps/preCompact" => self.pre_compact(method, &params, &params_v, &session),
+            "steps/postCompact" => self.post_compact(method, &params, &params_v, &session),
+            _ => {
+                let provs = model::collect_provenance(&payload);
+                let mut r = self.result(
+                    &params,
+                    Verdict::Allow,
+                    Some("Recorded with its provenance.".into()),
+                );
+                let hash = self.append_step(&session, method, &params, &params_v, provs)?;
+                r.set("chain_hash", json!(chain::to_hex(&hash)));
+                Ok(r.0)
+            }
+        }
+    }
+
+    fn check_signature(&self, req: &Value, params: &AcsParams) -> Result<(), RpcError> {
+        if self.config.hmac_keys.is_empty() {
+            return Ok(());
+        }
+        let Some(sig) = &params.signature else {
+            return Err(RpcError::new(
+                codes::SIGNATURE_INVALID,
+                "signature required",
+            ));
+        };
+        if sig.algorithm != "HMAC-SHA256" {
+            return Err(RpcError::new(
+                codes::SIGNATURE_INVALID,
+                format!("unsupported signature algorithm {}", sig.algorithm),
+            ));
+        }
+        let Some((_, key)) = self.config.hmac_keys.iter().find(|(k, _)| *k == sig.key_id) else {
+            return Err(RpcError::new(
+                codes::SIGNATURE_INVALID,
+                format!("unknown key_id {}", sig.key_id),
+            ));
+        };
+        let Some(given) = base64_decode(&sig.value) else {
+            return Err(RpcError::new(
+                codes::SIGNATURE_INVALID,
+                "signature value is not base64",
+            ));
+        };
+        let canonical = signing_input(req);
+        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key)
+            .map_err(|_| RpcError::new(codes::INTERNAL_ERROR, "bad HMAC key"))?;
+        mac.update(canonical.as_bytes());
+        mac.verify_slice(&given)
+            .map_err(|_| RpcError::new(codes::SIGNATURE_INVALID, "signature does not verify"))
+    }
+
+    fn hello(&mut self, params: &AcsParams, session: &str) -> Result<Value, RpcError> {
+        let payload = Value::Object(params.payload.clone());
+        if let Some(schema) = validate::payload_schema("handshake/hello") {
+            validate::validate(schema, &payload, "/params/payload")
+                .map_err(|e| RpcError::invalid(codes::INVALID_PARAMS, &e))?;
+        }
+        let hello: ClientHello = serde_json::from_value(payload)
+            .map_err(|e| RpcError::new(codes::INVALID_PARAMS, format!("invalid params: {e}")))?;
+        if !hello
+            .acs_versions_supported
+            .iter()
+            .any(|v| major(v) == major(ACS_VERSION))
+        {
+            return Err(unsupported(&hello.acs_versions_supported.join(", ")));
+        }
+        if hello.provenance_producer != "deterministic" {
+            // Decisions rest on provenance: refuse rather than silently degrade.
+            return Err(RpcError::new(
+                codes::INVALID_PARAMS,
+                "this Guardian's policy requires provenance: provenance_producer must be \"deterministic\"",
+            )
+            .with(json!({"path": "/params/payload/provenance_producer", "policy_requires_provenance": true})));
+        }
+        self.store.set_handshaken(session, ACS_VERSION)?;
+        let ours = match self.config.transport {
+            Transport::Stdio => "stdio",
+            Transport::Http => "http",
+        };
+        let selected = if hello.transports_supported.iter().any(|t| t == ours) {
+            ours.to_string()
+        } else {
+            hello
+                .transports_supported
+                .first()
+                .cloned()
+                .unwrap_or_else(|| ours.to_string())
+        };
+        let evaluated: Vec<&String> = hello
+            .methods_implemented
+            .iter()
+            .filter(|m| METHODS.contains(&m.as_str()))
+            .collect();
+        let sigs: Vec<&str> = if self.config.hmac_keys.is_empty() {
+            vec![]
+        } else {
+            vec!["HMAC-SHA256"]
+        };
+        let mut server = json!({
+            "negotiated_version": ACS_VERSION,
+            "methods_evaluated": evaluated,
+            "selected_transport": selected,
+            "signature_algorithms_supported": sigs,
+            "timeout_config": {"default_ms": 1000},
+            "on_timeout": "proceed",
+            "policy_requires_provenance": true,
+            "profiles_accepted": ["acs-core"],
+        });
+        if let (Some(w), Value::Object(m)) = (self.config.skew_window_ms, &mut server) {
+            m.insert("skew_window_ms".into(), json!(w));
+        }
+        Ok(self
+            .result(params, Verdict::Allow, Some("Session accepted.".into()))
+            .with_payload(server)
+            .0)
+    }
+
+    fn pre_compact(
+        &mut self,
+        method: &str,
+        params: &AcsParams,
+        params_v: &Value,
+        session: &str,
+    ) -> Result<Value, RpcError> {
+        let pc: PreCompact = serde_json::from_value(Value::Object(params.payload.clone()))
+            .map_err(|e| RpcError::new(codes::INVALID_PARAMS, format!("invalid params: {e}")))?;
+        let steps = self.store.steps(session)?;
+        let by_id: HashMap<&str, &StepRecord> =
+            steps.iter().map(|s| (s.step_id.as_str(), s)).collect();
+        let mut region: Vec<&StepRecord> = Vec::new();
+        let mut unrecorded = Vec::new();
+        for id in &pc.entries_to_compact {
+            match by_id.get(id.as_str()) {
+                Some(s) if !region.iter().any(|r| r.seq == s.seq) => region.push(s),
+                Some(_) => {}
+                None => unrecorded.push(id.clone()),
+            }
+        }
+        region.sort_by_key(|s| s.seq);
+        let last_seq = region.last().map(|s| s.seq);
+        let mut entries: Vec<EntryProvenance> = region
+            .iter()
+            .map(|s| EntryProvenance {
+                step_id: s.step_id.clone(),
+                provenance: s.provenance.clone(),
+            })
+            .collect();
+        let after: Vec<EntryProvenance> = match last_seq {
+            Some(seq) => steps
+                .iter()
+                .filter(|s| s.seq > seq)
+                .map(|s| EntryProvenance {
+                    step_id: s.step_id.clone(),
+                    provenance: s.provenance.clone(),
+                })
+                .collect(),
+            None => Vec::new(),
+        };
+        let mut codes_extra = Vec::new();
+        if let Some(summary) = &pc.pre_compact_provenance_summary {
+            // The summary's origin facts, placed last so that a re-grounding
+            // can only come from a recorded step after the region.
+            for o in summary.origins_seen.iter().flatten() {
+                let step = summary
+                    .earliest_step_id_by_origin
+                    .as_ref()
+                    .and_then(|m| m.get(o.as_str()).cloned())
+                    .unwrap_or_else(|| format!("summary:{}", o.as_str()));
+                if *o != Origin::AgentGenerated && self.policy.regrounding.contains(o) {
+                    continue; // cannot know whether it came after the untrusted entries
+                }
+                entries.push(EntryProvenance::single(
+                    step,
+                    Provenance::new(format!("summary:{}", o.as_str()), *o, None),
+                ));
+            }
+        } else if !unrecorded.is_empty() {
+            codes_extra.push("unrecorded_entries".to_string());
+            for id in &unrecorded {
+                entries.push(EntryProvenance::single(
+                    id.clone(),
+                    Provenance::new(
+                        format!("unrecorded:{id}"),
+                        Origin::External,
+                        Some("unrecorded-step"),
+                    ),
+                ));
+            }
+        }
+        let known: Vec<Provenance> = steps
+            .iter()
+            .flat_map(|s| s.provenance.iter().cloned())
+            .collect();
+        let d = decide_compaction(
+            &self.policy,
+            &CompactionInput {
+                entries: &entries,
+                after: &after,
+                known: &known,
+                trigger: pc.triggered_by,
+                estimated_input_tokens: pc.estimated_input_tokens,
+                target_summary_tokens: pc.target_summary_tokens,
+            },
+        );
+        self.store.record_compaction(
+            session,
+            &CompactionRecord {
+                step_id: params.request_id.clone(),
+                entries: pc.entries_to_compact.clone(),
+                verdict: d.verdict,
+            },
+        )?;
+        let mut reason_codes = d.reason_codes.clone();
+        reason_codes.extend(codes_extra);
+        let mut policy_data = d.policy_data.clone();
+        if !unrecorded.is_empty()
+            && let Value::Object(m) = &mut policy_data
+        {
+            m.insert("unrecorded_entries".into(), json!(unrecorded));
+        }
+        let mut r = self.result(params, d.verdict, Some(d.reasoning.clone()));
+        r.set("reason_codes", json!(reason_codes));
+        r.set("cited_provenance_ids", json!(d.cited_provenance_ids));
+        r.set("policy_data", policy_data);
+        r.set(
+            "policy_references",
+            json!([{"policy_id": self.policy.policy_id, "policy_version": self.policy.policy_version, "rule_id": d.rule_id}]),
+        );
+        let hash = self.append_step(session, method, params, params_v, Vec::new())?;
+        r.set("chain_hash", json!(chain::to_hex(&hash)));
+        Ok(r.0)
+    }
+
+    fn post_compact(
+        &mut self,
+        method: &str,
+        params: &AcsParams,
+        params_v: &Value,
+        session: &str,
+    ) -> Result<Value, RpcError> {
+        let pc: PostCompact = serde_json::from_value(Value::Object(params.payload.clone()))
+            .map_err(|e| RpcError::new(codes::INVALID_PARAMS, format!("invalid params: {e}")))?;
+        let steps = self.store.steps(session)?;
+        let mut problems: Vec<(&str, String)> = Vec::new();
+        // Lineage union over the compacted entries.
+        let mut union: BTreeSet<String> = BTreeSet::new();
+        let mut missing = Vec::new();
+        for id in &pc.entries_compacted {
+            match steps.iter().find(|s| &s.step_id == id) {
+                Some(s) => union.extend(s.provenance.iter().map(|p| p.provenance_id.clone())),
+                None => missing.push(id.clone()),
+            }
+        }
+        if !missing.is_empty() {
+            problems.push((
+                "unrecorded_entries",
+                format!("entries never recorded: {}", missing.join(", ")),
+            ));
+        }
+        let claimed: BTreeSet<String> =
+            pc.summary.provenance.derived_from.iter().cloned().collect();
+        if claimed != union {
+            let extra: Vec<&String> = claimed.difference(&union).collect();
+            let lacking: Vec<&String> = union.difference(&claimed).collect();
+            problems.push((
+                "lineage_mismatch",
+                format!("derived_from must equal the union of the compacted entries' provenance ids (missing {lacking:?}, extra {extra:?})"),
+            ));
+        }
+        if pc.summary.provenance.origin != Origin::AgentGenerated {
+            problems.push((
+                "origin_not_agent_generated",
+                format!(
+                    "summary origin is {}, must be agent_generated",
+                    pc.summary.provenance.origin.as_str()
+                ),
+            ));
+        }
+        let corrected = Provenance {
+            provenance_id: pc.summary.provenance.provenance_id.clone(),
+            origin: Origin::AgentGenerated,
+            source_id: pc.summary.provenance.source_id.clone(),
+            derived_from: union.iter().cloned().collect(),
+        };
+        let known: Vec<Provenance> = steps
+            .iter()
+            .flat_map(|s| s.provenance.iter().cloned())
+            .collect();
+        let (claimed_trust, true_trust) = {
+            let mut r = TrustResolver::new(&self.policy, known.iter());
+            (r.trust(&pc.summary.provenance), r.trust(&corrected))
+        };
+        if claimed_trust > true_trust {
+            problems.push((
+                "trust_rise",
+                format!(
+                    "the summary as labelled would be {} while its lineage is {}",
+                    claimed_trust.as_str(),
+                    true_trust.as_str()
+                ),
+            ));
+        }
+        match self.store.last_compaction(session)? {
+            Some(rec) if rec.verdict == Verdict::Allow => {
+                let a: BTreeSet<&String> = rec.entries.iter().collect();
+                let b: BTreeSet<&String> = pc.entries_compacted.iter().collect();
+                if a != b {
+                    problems.push((
+                        "precompact_mismatch",
+                        format!(
+                            "entries_compacted differ from those the preCompact {} allowed",
+                            rec.step_id
+                        ),
+                    ));
+                }
+            }
+            Some(rec) => problems.push((
+                "precompact_not_allowed",
+                format!(
+                    "the last preCompact ({}) was {}",
+                    rec.step_id,
+                    rec.verdict.as_str()
+                ),
+            )),
+            None => problems.push((
+                "no_precompact",
+                "no preCompact was allowed for this compaction".into(),
+            )),
+        }
+        // Chain.
+        let head = self.store.chain_head(session)?;
+        let head_hex = head.map(|(_, h)| chain::to_hex(&h));
+        if head_hex.as_deref() != Some(pc.pre_compact_chain_hash.as_str()) {
+            problems.push((
+                "chain_mismatch",
+                format!(
+                    "pre_compact_chain_hash is not the chain head ({})",
+                    head_hex.as_deref().unwrap_or("empty chain")
+                ),
+            ));
+        }
+        let hash = self.append_step(session, method, params, params_v, vec![corrected.clone()])?;
+        let hash_hex = chain::to_hex(&hash);
+        if hash_hex != pc.post_compact_chain_hash {
+            problems.push((
+                "chain_mismatch",
+                format!("post_compact_chain_hash differs from the Guardian's head {hash_hex}"),
+            ));
+        }
+        let mut codes: Vec<&str> = Vec::new();
+        for (c, _) in &problems {
+            if !codes.contains(c) {
+                codes.push(c);
+            }
+        }
+        let trust_label = true_trust.as_str();
+        let mut r = if problems.is_empty() {
+            let mut r = self.result(
+                params,
+                Verdict::Allow,
+                Some(format!(
+                    "Summary lineage verified; recorded as {trust_label}."
+                )),
+            );
+            r.set("reason_codes", json!(["lineage_verified"]));
+            r
+        } else {
+            let text: Vec<String> = problems.iter().map(|(_, t)| t.clone()).collect();
+            let mut r = self.result(
+                params,
+                Verdict::Modify,
+                Some(format!(
+                    "{}. The Guardian records the summary with the corrected provenance (trust {trust_label}).",
+                    text.join("; ")
+                )),
+            );
+            r.set("reason_codes", json!(codes));
+            r.set(
+                "modifications",
+                json!({"parameter_overrides": {"summary": {"provenance": corrected}}}),
+            );
+            r
+        };
+        r.set("cited_provenance_ids", json!(corrected.derived_from));
+        r.set("policy_data", json!({"fides": {"summary_trust": trust_label, "derived_from": corrected.derived_from}}));
+        r.set("chain_hash", json!(hash_hex));
+        Ok(r.0)
+    }
+
+    /// Records a step and its chain entry; returns the new head.
+    fn append_step(
+        &mut self,
+        session: &str,
+        method: &str,
+        params: &AcsParams,
+        params_v: &Value,
+        provenance: Vec<Provenance>,
+    ) -> Result<Hash, RpcError> {
+        let head = self.store.chain_head(session)?;
+        let seq = head.map(|(n, _)| n).unwrap_or(0) + 1;
+        let req_hash = step_request_hash(method, params_v);
+        let entry = context_entry(
+            seq,
+            &params.request_id,
+            method,
+            &req_hash,
+            &params.timestamp,
+            &provenance,
+        );
+        let canonical = canonicalize(&entry);
+        let hash = chain::entry_hash_canonical(&canonical, head.as_ref().map(|(_, h)| h));
+        self.store.append_chain(session, seq, &canonical, &hash)?;
+        self.store.record_step(
+            session,
+            &StepRecord {
+                seq,
+                step_id: params.request_id.clone(),
+                method: method.to_string(),
+                provenance,
+            },
+        )?;
+        Ok(hash)
+    }
+
+    fn result(
+        &self,
+        params: &AcsParams,
+        verdict: Verdict,
+        reasoning: Option<String>,
+    ) -> ResultBuilder {
+        let mut m = Map::new();
+        m.insert("type".into(), json!("final"));
+        m.insert("acs_version".into(), json!(ACS_VERSION));
+        m.insert("request_id".into(), json!(params.request_id));
+        m.insert("decision".into(), json!(verdict.as_str()));
+        if let Some(r) = reasoning {
+            m.insert("reasoning".into(), json!(r));
+        }
+        m.insert(
+            "metadata".into(),
+            json!({"evaluator": "deterministic", "evaluator_version": concat!("mnemo-guardian ", env!("CARGO_PKG_VERSION"))}),
+        );
+        ResultBuilder(Value::Object(m))
+    }
+}
+
+/// The ContextEntry written to the chain for a step (see docs/guardian.md).
+pub fn context_entry(
+    seq: u64,
+    step_id: &str,
+    method: &str,
+    request_hash: &Hash,
+    timestamp: &str,
+    provenance: &[Provenance],
+) -> Value {
+    let mut e = json!({
+        "entry_id": seq.to_string(),
+        "step_id": step_id,
+        "step_type": method,
+        "request_hash": chain::to_hex(request_hash),
+        "timestamp": timestamp,
+    });
+    if !provenance.is_empty()
+        && let (Value::Object(m), Ok(s)) =
+            (&mut e, serde_json::to_value(model::summarize(provenance)))
+    {
+        m.insert("provenance_summary".into(), s);
+    }
+    e
+}
+
+/// The request hash a step's chain entry carries: SHA-256 of the JCS of its
+/// `params` without `signature` (and, for `steps/postCompact`, without
+/// `payload.post_compact_chain_hash`, which depends on this very entry).
+pub fn step_request_hash(method: &str, params: &Value) -> Hash {
+    let mut p = params.clone();
+    if let Some(m) = p.as_object_mut() {
+        m.remove("signature");
+    }
+    if method == "steps/postCompact"
+        && let Some(m) = p.get_mut("payload").and_then(Value::as_object_mut)
+    {
+        m.remove("post_compact_chain_hash");
+    }
+    chain::request_hash(&p)
+}
+
+/// The `post_compact_chain_hash` a client must send: the head after the
+/// Guardian appends this postCompact as entry number `seq` after `previous`.
+/// `params` is the request's `params` (its `post_compact_chain_hash` is ignored).
+pub fn expected_post_compact_hash(
+    params: &Value,
+    seq: u64,
+    previous: Option<&Hash>,
+) -> Option<String> {
+    let request_id = params.get("request_id")?.as_str()?;
+    let timestamp = params.get("timestamp")?.as_str()?;
+    let summary = params.get("payload")?.get("summary")?.get("provenance")?;
+    let mut prov: Provenance = serde_json::from_value(summary.clone()).ok()?;
+    prov.origin = Origin::AgentGenerated;
+    let h = step_request_hash("steps/postCompact", params);
+    let entry = context_entry(seq, request_id, "steps/postCompact", &h, timestamp, &[prov]);
+    Some(chain::to_hex(&chain::entry_hash(&entry, previous)))
+}
+
+struct ResultBuilder(Value);
+
+impl ResultBuilder {
+    fn set(&mut self, k: &str, v: Value) {
+        if let Value::Object(m) = &mut self.0 {
+            m.insert(k.to_string(), v);
+        }
+    }
+    fn with_payload(mut self, v: Value) -> Self {
+        self.set("payload", v);
+        self
+    }
+}
+
+/// Parses a request's bytes (size-checked); the error is a ready response.
+/// Transports call this outside any lock, then [`Guardian::handle_value`].
+pub fn parse_request(bytes: &[u8], max_request_bytes: usize) -> Result<Value, Value> {
+    if bytes.len() > max_request_bytes {
+        return Err(error_response(
+            Value::Null,
+            &RpcError::new(codes::INVALID_REQUEST, "request too large")
+                .with(json!({"max_request_bytes": max_request_bytes, "size": bytes.len()})),
+        ));
+    }
+    serde_json::from_slice::<Value>(bytes).map_err(|e| {
+        error_response(
+            Value::Null,
+            &RpcError::new(codes::PARSE_ERROR, format!("parse error: {e}")),
+        )
+    })
+}
+
+/// Serialises a response.
+pub fn encode_response(resp: &Value) -> Vec<u8> {
+    serde_json::to_vec(resp).unwrap_or_else(|_| {
+        b"{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32603,\"message\":\"internal error\"}}".to_vec()
+    })
+}
+
+fn error_response(id: Value, e: &RpcError) -> Value {
+    let mut err = json!({"code": e.code, "message": e.message});
+    if let (Some(d), Value::Object(m)) = (&e.data, &mut err) {
+        m.insert("data".into(), d.clone());
+    }
+    json!({"jsonrpc": "2.0", "id": id, "error": err})
+}
+
+fn unsupported(v: &str) -> RpcError {
+    RpcError::new(
+        codes::UNSUPPORTED_VERSION,
+        format!("unsupported ACS version {v}"),
+    )
+    .with(json!({"supported": [ACS_VERSION]}))
+}
+
+fn major(v: &str) -> &str {
+    v.split('.').next().unwrap_or(v)
+}
+
+/// The canonical text a request signature covers: the JCS of the whole
+/// envelope with `params.signature` removed.
+pub fn signing_input(req: &Value) -> String {
+    let mut v = req.clone();
+    if let Some(p) = v.get_mut("params").and_then(Value::as_object_mut) {
+        p.remove("signature");
+    }
+    canonicalize(&v)
+}
+
+/// Signs a request envelope in place with HMAC-SHA256 (clients and tests).
+pub fn sign_request(req: &mut Value, key_id: &str, key: &[u8]) {
+    let input = signing_input(req);
+    let Ok(mut mac) = <Hmac<Sha256> as Mac>::new_from_slice(key) else {
+        return;
+    };
+    mac.update(input.as_bytes());
+    let value = base64_encode(&mac.finalize().into_bytes());
+    if let Some(p) = req.get_mut("params").and_then(Value::as_object_mut) {
+        p.insert(
+            "signature".into(),
+            json!({"algorithm": "HMAC-SHA256", "value": value, "key_id": key_id}),
+        );
+    }
+}
+
+const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/// Standard base64 with padding.
+pub fn base64_encode(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(B64[((n >> (18 - 6 * i)) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// Decodes standard or URL-safe base64, padding optional.
+pub fn base64_decode(s: &str) -> Option<Vec<u8>> {
+    let s = s.trim_end_matches('=');
+    let mut out = Vec::with_capacity(s.len() * 3 / 4);
+    let mut acc = 0u32;
+    let mut bits = 0u32;
+    for c in s.bytes() {
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' | b'-' => 62,
+            b'/' | b'_' => 63,
+            _ => return None,
+        };
+        acc = (acc << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    (bits < 6).then_some(out)
+}
+
+/// Maps a host's trigger word (`manual` / `auto`) to the ACS trigger.
+pub fn trigger_from_host(s: &str) -> Trigger {
+    match s {
+        "manual" => Trigger::Manual,
+        _ => Trigger::SizeThreshold,
+    }
+}
+
+/// Trust of a provenance node against recorded lineage (for callers outside the protocol).
+pub fn trust_with(policy: &Policy, known: &[Provenance], p: &Provenance) -> Trust {
+    TrustResolver::new(policy, known.iter()).trust(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_roundtrip() {
+        for n in 0..10 {
+            let data: Vec<u8> = (0..n).map(|i| (i * 37 + 1) as u8).collect();
+            assert_eq!(base64_decode(&base64_encode(&data)), Some(data));
+        }
+        assert_eq!(base64_encode(b"foobar"), "Zm9vYmFy");
+        assert_eq!(base64_decode("Zm9vYg=="), Some(b"foob".to_vec()));
+        assert_eq!(base64_decode("Zm9v!"), None);
+    }
+}

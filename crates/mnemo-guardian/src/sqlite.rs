@@ -1,0 +1,220 @@
+//! The default session store: embedded SQLite in one file (WAL mode, so
+//! several Guardian processes — hooks are spawned per event — can share it).
+
+use crate::chain::Hash;
+use crate::model::{Provenance, Verdict};
+use crate::store::{CompactionRecord, SessionStore, StepRecord, StoreError};
+use rusqlite::{Connection, OptionalExtension, params};
+use std::path::Path;
+
+/// SQLite-backed [`SessionStore`].
+#[derive(Debug)]
+pub struct SqliteStore {
+    conn: Connection,
+    in_tx: bool,
+}
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS sessions (session_id TEXT PRIMARY KEY, version TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS requests (request_id TEXT PRIMARY KEY, at_ms INTEGER NOT NULL) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS requests_at ON requests (at_ms);
+CREATE TABLE IF NOT EXISTS steps (
+  session_id TEXT NOT NULL, seq INTEGER NOT NULL, step_id TEXT NOT NULL,
+  method TEXT NOT NULL, provenance TEXT NOT NULL, PRIMARY KEY (session_id, seq)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS chain (
+  session_id TEXT NOT NULL, seq INTEGER NOT NULL, canonical TEXT NOT NULL,
+  hash BLOB NOT NULL, PRIMARY KEY (session_id, seq)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS compactions (
+  session_id TEXT NOT NULL, id INTEGER PRIMARY KEY AUTOINCREMENT, step_id TEXT NOT NULL,
+  entries TEXT NOT NULL, verdict TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS compactions_session ON compactions (session_id, id);
+";
+
+impl SqliteStore {
+    /// Opens (creating if needed) the store at `path`, creating parent directories.
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        if let Some(dir) = path.parent()
+            && !dir.as_os_str().is_empty()
+        {
+            std::fs::create_dir_all(dir)?;
+        }
+        let conn = Connection::open(path)?;
+        Self::init(conn)
+    }
+
+    /// An in-memory SQLite store (tests).
+    pub fn open_in_memory() -> Result<Self, StoreError> {
+        Self::init(Connection::open_in_memory()?)
+    }
+
+    fn init(conn: Connection) -> Result<Self, StoreError> {
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        // journal_mode returns a row; ignore which mode was granted (memory dbs say "memory").
+        let _mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
+        conn.execute_batch(
+            "PRAGMA synchronous=NORMAL; PRAGMA temp_store=MEMORY; PRAGMA cache_size=-16384;",
+        )?;
+        conn.execute_batch(SCHEMA)?;
+        Ok(SqliteStore { conn, in_tx: false })
+    }
+}
+
+fn verdict_from(s: &str) -> Result<Verdict, StoreError> {
+    match s {
+        "allow" => Ok(Verdict::Allow),
+        "deny" => Ok(Verdict::Deny),
+        "modify" => Ok(Verdict::Modify),
+        other => Err(StoreError::Corrupt(format!("verdict {other}"))),
+    }
+}
+
+impl SessionStore for SqliteStore {
+    fn begin(&mut self) -> Result<(), StoreError> {
+        if !self.in_tx {
+            self.conn.execute_batch("BEGIN IMMEDIATE")?;
+            self.in_tx = true;
+        }
+        Ok(())
+    }
+    fn commit(&mut self) -> Result<(), StoreError> {
+        if self.in_tx {
+            self.in_tx = false;
+            self.conn.execute_batch("COMMIT")?;
+        }
+        Ok(())
+    }
+    fn rollback(&mut self) -> Result<(), StoreError> {
+        if self.in_tx {
+            self.in_tx = false;
+            self.conn.execute_batch("ROLLBACK")?;
+        }
+        Ok(())
+    }
+    fn is_handshaken(&mut self, session: &str) -> Result<bool, StoreError> {
+        let found: Option<i64> = self
+            .conn
+            .prepare_cached("SELECT 1 FROM sessions WHERE session_id = ?1")?
+            .query_row(params![session], |r| r.get(0))
+            .optional()?;
+        Ok(found.is_some())
+    }
+    fn set_handshaken(&mut self, session: &str, version: &str) -> Result<(), StoreError> {
+        self.conn
+            .prepare_cached(
+                "INSERT OR REPLACE INTO sessions (session_id, version) VALUES (?1, ?2)",
+            )?
+            .execute(params![session, version])?;
+        Ok(())
+    }
+    fn mark_request(&mut self, request_id: &str, at_ms: i64) -> Result<bool, StoreError> {
+        let n = self
+            .conn
+            .prepare_cached("INSERT OR IGNORE INTO requests (request_id, at_ms) VALUES (?1, ?2)")?
+            .execute(params![request_id, at_ms])?;
+        Ok(n == 1)
+    }
+    fn prune_requests(&mut self, before_ms: i64) -> Result<(), StoreError> {
+        self.conn
+            .prepare_cached("DELETE FROM requests WHERE at_ms < ?1")?
+            .execute(params![before_ms])?;
+        Ok(())
+    }
+    fn record_step(&mut self, session: &str, step: &StepRecord) -> Result<(), StoreError> {
+        let prov = serde_json::to_string(&step.provenance)
+            .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        self.conn
+            .prepare_cached(
+                "INSERT OR REPLACE INTO steps (session_id, seq, step_id, method, provenance) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?
+            .execute(params![session, step.seq as i64, step.step_id, step.method, prov])?;
+        Ok(())
+    }
+    fn steps(&mut self, session: &str) -> Result<Vec<StepRecord>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT seq, step_id, method, provenance FROM steps WHERE session_id = ?1 ORDER BY seq",
+        )?;
+        let rows = stmt.query_map(params![session], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, String>(3)?,
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (seq, step_id, method, prov) = row?;
+            let provenance: Vec<Provenance> =
+                serde_json::from_str(&prov).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+            out.push(StepRecord {
+                seq: seq.max(0) as u64,
+                step_id,
+                method,
+                provenance,
+            });
+        }
+        Ok(out)
+    }
+    fn chain_head(&mut self, session: &str) -> Result<Option<(u64, Hash)>, StoreError> {
+        let row: Option<(i64, Vec<u8>)> = self
+            .conn
+            .prepare_cached(
+                "SELECT seq, hash FROM chain WHERE session_id = ?1 ORDER BY seq DESC LIMIT 1",
+            )?
+            .query_row(params![session], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?;
+        match row {
+            None => Ok(None),
+            Some((seq, bytes)) => {
+                let h: Hash = bytes
+                    .try_into()
+                    .map_err(|_| StoreError::Corrupt("chain hash length".into()))?;
+                Ok(Some((seq.max(0) as u64, h)))
+            }
+        }
+    }
+    fn append_chain(
+        &mut self,
+        session: &str,
+        seq: u64,
+        canonical: &str,
+        hash: &Hash,
+    ) -> Result<(), StoreError> {
+        self.conn
+            .prepare_cached(
+                "INSERT INTO chain (session_id, seq, canonical, hash) VALUES (?1, ?2, ?3, ?4)",
+            )?
+            .execute(params![session, seq as i64, canonical, &hash[..]])?;
+        Ok(())
+    }
+    fn record_compaction(
+        &mut self,
+        session: &str,
+        rec: &CompactionRecord,
+    ) -> Result<(), StoreError> {
+        let entries =
+            serde_json::to_string(&rec.entries).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        self.conn
+            .prepare_cached("INSERT INTO compactions (session_id, step_id, entries, verdict) VALUES (?1, ?2, ?3, ?4)")?
+            .execute(params![session, rec.step_id, entries, rec.verdict.as_str()])?;
+        Ok(())
+    }
+    fn last_compaction(&mut self, session: &str) -> Result<Option<CompactionRecord>, StoreError> {
+        let row: Option<(String, String, String)> = self
+            .conn
+            .prepare_cached(
+                "SELECT step_id, entries, verdict FROM compactions WHERE session_id = ?1 ORDER BY id DESC LIMIT 1",
+            )?
+            .query_row(params![session], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .optional()?;
+        match row {
+            None => Ok(None),
+            Some((step_id, entries, verdict)) => Ok(Some(CompactionRecord {
+                step_id,
+                entries: serde_json::from_str(&entries)
+                    .map_err(|e| StoreError::Corrupt(e.to_string()))?,
+                verdict: verdict_from(&verdict)?,
+            })),
+        }
+    }
+}

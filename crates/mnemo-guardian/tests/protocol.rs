@@ -1,0 +1,618 @@
+//! The JSON-RPC core: every error code, handshake, preCompact allow / deny /
+//! manual override / re-grounding, postCompact lineage checks, chain.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use mnemo_guardian::chain;
+use mnemo_guardian::protocol::{codes, expected_post_compact_hash, sign_request};
+use mnemo_guardian::validate;
+use mnemo_guardian::{Guardian, GuardianConfig, MemoryStore, Policy, SessionStore};
+use serde_json::{Value, json};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+const SESSION: &str = "7c9e6679-7425-40de-944b-e07fc1f90ae7";
+const NOW: &str = "2026-09-19T10:00:00Z";
+static NEXT: AtomicU64 = AtomicU64::new(1);
+
+fn now_ms() -> i64 {
+    mnemo_guardian::time::parse_rfc3339_ms(NOW).unwrap()
+}
+
+fn rid() -> String {
+    format!(
+        "00000000-0000-4000-8000-{:012}",
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+fn req(method: &str, payload: Value) -> Value {
+    json!({"jsonrpc": "2.0", "method": method, "id": 1, "params": {
+        "acs_version": "0.1.0", "request_id": rid(), "timestamp": NOW,
+        "metadata": {"agent_id": "a", "session_id": SESSION}, "payload": payload}})
+}
+
+fn hello() -> Value {
+    req(
+        "handshake/hello",
+        json!({"acs_versions_supported": ["0.1.0"], "methods_implemented": ["steps/preCompact", "steps/userMessage"],
+               "transports_supported": ["stdio"], "provenance_producer": "deterministic"}),
+    )
+}
+
+fn guardian_with(policy: Policy) -> Guardian<MemoryStore> {
+    Guardian::new(policy, GuardianConfig::default(), MemoryStore::new()).with_clock(now_ms)
+}
+
+fn guardian() -> Guardian<MemoryStore> {
+    let mut g = guardian_with(Policy::default());
+    let r = call(&mut g, &hello());
+    assert_eq!(r["result"]["decision"], "allow", "{r}");
+    g
+}
+
+/// Sends a request, checks the response against the response schema.
+fn call<S: SessionStore>(g: &mut Guardian<S>, r: &Value) -> Value {
+    raw(g, r.to_string().as_bytes())
+}
+
+fn raw<S: SessionStore>(g: &mut Guardian<S>, bytes: &[u8]) -> Value {
+    let out: Value = serde_json::from_slice(&g.handle(bytes)).unwrap();
+    validate::validate(validate::response_envelope_schema(), &out, "")
+        .unwrap_or_else(|e| panic!("bad response {e}: {out}"));
+    out
+}
+
+fn code(r: &Value) -> i64 {
+    r["error"]["code"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("not an error: {r}"))
+}
+
+fn user(id: &str) -> Value {
+    req(
+        "steps/userMessage",
+        json!({"content": [{"type": "text", "value": "hi", "provenance": {"provenance_id": id, "origin": "user_input"}}]}),
+    )
+}
+
+fn tool(id: &str, name: &str) -> Value {
+    req(
+        "steps/toolCallResult",
+        json!({"tool": {"name": name}, "exit_status": "success",
+               "outputs": [{"value": "out", "provenance": {"provenance_id": id, "origin": "tool_output", "source_id": name}}]}),
+    )
+}
+
+fn step_id(r: &Value) -> String {
+    r["params"]["request_id"].as_str().unwrap().to_string()
+}
+
+fn pre(entries: &[&str], trigger: &str) -> Value {
+    req(
+        "steps/preCompact",
+        json!({"entries_to_compact": entries, "triggered_by": trigger}),
+    )
+}
+
+#[test]
+fn handshake_is_required_first() {
+    let mut g = guardian_with(Policy::default());
+    let r = call(&mut g, &user("p1"));
+    assert_eq!(code(&r), codes::INVALID_REQUEST);
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("handshake")
+    );
+    let h = call(&mut g, &hello());
+    let server_hello = &h["result"]["payload"];
+    validate::validate(&validate::server_hello(), server_hello, "").unwrap();
+    assert_eq!(server_hello["negotiated_version"], "0.1.0");
+    assert_eq!(call(&mut g, &user("p1"))["result"]["decision"], "allow");
+    assert_eq!(server_hello["policy_requires_provenance"], true);
+    // A client that produces no provenance is refused at handshake time.
+    let mut g = guardian_with(Policy::default());
+    let mut h = hello();
+    h["params"]["payload"]["provenance_producer"] = json!("none");
+    let r = call(&mut g, &h);
+    assert_eq!(code(&r), codes::INVALID_PARAMS);
+    assert_eq!(code(&call(&mut g, &user("p2"))), codes::INVALID_REQUEST);
+}
+
+#[test]
+fn error_codes() {
+    let mut g = guardian();
+    assert_eq!(code(&raw(&mut g, b"{oops")), codes::PARSE_ERROR);
+    assert_eq!(code(&raw(&mut g, b"")), codes::PARSE_ERROR);
+    assert_eq!(code(&raw(&mut g, b"[1,2]")), codes::INVALID_REQUEST);
+    assert_eq!(
+        code(&raw(&mut g, br#"{"jsonrpc":"2.0","id":1}"#)),
+        codes::INVALID_REQUEST
+    );
+    // Unknown method in a reserved namespace.
+    assert_eq!(
+        code(&call(&mut g, &req("steps/noSuchHook", json!({})))),
+        codes::METHOD_NOT_FOUND
+    );
+    // Invalid payload: the failing path is in data.
+    let r = call(&mut g, &pre(&[], "manual"));
+    assert_eq!(code(&r), codes::INVALID_PARAMS);
+    assert_eq!(
+        r["error"]["data"]["path"],
+        "/params/payload/entries_to_compact"
+    );
+    let r = call(&mut g, &pre(&["x"], "auto"));
+    assert_eq!(r["error"]["data"]["path"], "/params/payload/triggered_by");
+    let mut bad = user("p");
+    bad["params"]["request_id"] = json!("not-a-uuid");
+    assert_eq!(
+        call(&mut g, &bad)["error"]["data"]["path"],
+        "/params/request_id"
+    );
+    // Unsupported major version.
+    let mut v2 = user("p");
+    v2["params"]["acs_version"] = json!("1.0.0");
+    assert_eq!(code(&call(&mut g, &v2)), codes::UNSUPPORTED_VERSION);
+    let mut h = hello();
+    h["params"]["payload"]["acs_versions_supported"] = json!(["2.0.0"]);
+    assert_eq!(code(&call(&mut g, &h)), codes::UNSUPPORTED_VERSION);
+    // Replay.
+    let u = user("p9");
+    assert!(call(&mut g, &u).get("result").is_some());
+    assert_eq!(code(&call(&mut g, &u)), codes::REPLAY_DETECTED);
+    // Timestamp window.
+    let mut old = user("p10");
+    old["params"]["timestamp"] = json!("2026-09-19T09:00:00Z");
+    let r = call(&mut g, &old);
+    assert_eq!(code(&r), codes::TIMESTAMP_OUT_OF_WINDOW);
+    assert_eq!(r["error"]["data"]["skew_window_ms"], 300_000);
+    let mut future = user("p11");
+    future["params"]["timestamp"] = json!("2026-09-19T10:04:59+00:00");
+    assert!(call(&mut g, &future).get("result").is_some());
+    // Too large.
+    let mut small = Guardian::new(
+        Policy::default(),
+        GuardianConfig {
+            max_request_bytes: 64,
+            ..GuardianConfig::default()
+        },
+        MemoryStore::new(),
+    );
+    let big = user("p").to_string();
+    assert_eq!(
+        code(&raw(&mut small, big.as_bytes())),
+        codes::INVALID_REQUEST
+    );
+}
+
+#[test]
+fn hmac_signatures() {
+    let config = GuardianConfig {
+        hmac_keys: vec![("k1".into(), b"secret".to_vec())],
+        ..GuardianConfig::default()
+    };
+    let mut g = Guardian::new(Policy::default(), config, MemoryStore::new()).with_clock(now_ms);
+    let mut h = hello();
+    assert_eq!(code(&call(&mut g, &h)), codes::SIGNATURE_INVALID); // unsigned
+    sign_request(&mut h, "k1", b"wrong");
+    assert_eq!(code(&call(&mut g, &h)), codes::SIGNATURE_INVALID);
+    let mut h = hello();
+    sign_request(&mut h, "k2", b"secret");
+    assert_eq!(code(&call(&mut g, &h)), codes::SIGNATURE_INVALID); // unknown key id
+    let mut h = hello();
+    sign_request(&mut h, "k1", b"secret");
+    let r = call(&mut g, &h);
+    assert_eq!(
+        r["result"]["payload"]["signature_algorithms_supported"],
+        json!(["HMAC-SHA256"])
+    );
+    // Tampering after signing breaks it.
+    let mut u = user("p1");
+    sign_request(&mut u, "k1", b"secret");
+    u["params"]["payload"]["content"][0]["value"] = json!("changed");
+    assert_eq!(code(&call(&mut g, &u)), codes::SIGNATURE_INVALID);
+    // Key order and whitespace do not matter (RFC 8785).
+    let mut u = user("p2");
+    sign_request(&mut u, "k1", b"secret");
+    let pretty = serde_json::to_string_pretty(&u).unwrap();
+    assert!(raw(&mut g, pretty.as_bytes()).get("result").is_some());
+}
+
+#[test]
+fn precompact_deny_names_the_exit_and_each_exit_works() {
+    let mut g = guardian();
+    let u1 = user("p-user-1");
+    let t1 = tool("p-tool-1", "web_fetch");
+    for r in [&u1, &t1] {
+        let resp = call(&mut g, r);
+        assert!(
+            resp["result"]["chain_hash"]
+                .as_str()
+                .is_some_and(|h| h.len() == 64),
+            "{resp}"
+        );
+    }
+    let entries = [step_id(&u1), step_id(&t1)];
+    let e: Vec<&str> = entries.iter().map(String::as_str).collect();
+    let r = call(&mut g, &pre(&e, "size_threshold"));
+    let res = &r["result"];
+    assert_eq!(res["decision"], "deny", "{r}");
+    assert_eq!(res["reason_codes"], json!(["aarm_cumulative_taint"]));
+    assert_eq!(res["cited_provenance_ids"], json!(["p-tool-1"]));
+    assert_eq!(
+        res["policy_data"]["aarm"]["earliest_untrusted_step_id"],
+        json!(step_id(&t1))
+    );
+    assert_eq!(res["policy_data"]["aarm"]["regrounding_since"], false);
+    assert_eq!(res["policy_data"]["exit"]["manual_override"], true);
+    let why = res["reasoning"].as_str().unwrap();
+    assert!(
+        why.contains("re-grounding") && why.contains("user_input") && why.contains("manual"),
+        "{why}"
+    );
+    // Exit 1: the user asks for it.
+    let r = call(&mut g, &pre(&e, "manual"));
+    assert_eq!(r["result"]["decision"], "allow");
+    assert!(
+        r["result"]["reason_codes"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("manual_override"))
+    );
+    // Exit 2: a re-grounding from a trusted origin after the untrusted entry.
+    call(&mut g, &user("p-user-2"));
+    let r = call(&mut g, &pre(&e, "size_threshold"));
+    assert_eq!(r["result"]["decision"], "allow", "{r}");
+    assert_eq!(
+        r["result"]["policy_data"]["aarm"]["regrounding_since"],
+        true
+    );
+}
+
+#[test]
+fn on_untrusted_allow_and_source_rules() {
+    let policy = Policy::from_toml(
+        "[[trust.source]]\norigin = \"tool_output\"\nsource_id = \"mcp__github__*\"\ntrust = \"trusted\"\n",
+    )
+    .unwrap();
+    let mut g = guardian_with(policy);
+    call(&mut g, &hello());
+    let t = tool("p-gh", "mcp__github__get_issue");
+    call(&mut g, &t);
+    let r = call(&mut g, &pre(&[&step_id(&t)], "size_threshold"));
+    assert_eq!(r["result"]["decision"], "allow");
+    let mut g =
+        guardian_with(Policy::from_toml("[compaction]\non_untrusted = \"allow\"\n").unwrap());
+    call(&mut g, &hello());
+    let t = tool("p-x", "Bash");
+    call(&mut g, &t);
+    let r = call(&mut g, &pre(&[&step_id(&t)], "size_threshold"));
+    assert_eq!(r["result"]["decision"], "allow");
+    assert!(
+        r["result"]["reason_codes"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("aarm_cumulative_taint"))
+    );
+}
+
+#[test]
+fn precompact_uses_summary_and_flags_unrecorded_entries() {
+    let mut g = guardian();
+    let r = call(
+        &mut g,
+        &req(
+            "steps/preCompact",
+            json!({"entries_to_compact": ["s1", "s2"], "triggered_by": "size_threshold",
+            "pre_compact_provenance_summary": {"origins_seen": ["user_input", "retrieved"], "earliest_step_id_by_origin": {"retrieved": "s2"}}}),
+        ),
+    );
+    assert_eq!(r["result"]["decision"], "deny");
+    assert_eq!(
+        r["result"]["policy_data"]["aarm"]["earliest_untrusted_step_id"],
+        "s2"
+    );
+    let r = call(
+        &mut g,
+        &req(
+            "steps/preCompact",
+            json!({"entries_to_compact": ["ghost"], "triggered_by": "size_threshold"}),
+        ),
+    );
+    assert_eq!(r["result"]["decision"], "deny");
+    assert!(
+        r["result"]["reason_codes"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("unrecorded_entries"))
+    );
+    let r = call(
+        &mut g,
+        &req(
+            "steps/preCompact",
+            json!({"entries_to_compact": ["s1"], "triggered_by": "size_threshold",
+            "pre_compact_provenance_summary": {"origins_seen": ["user_input", "system", "agent_generated"]}}),
+        ),
+    );
+    assert_eq!(r["result"]["decision"], "allow");
+}
+
+struct Flow {
+    g: Guardian<MemoryStore>,
+    entries: Vec<String>,
+}
+
+/// user, tool, agent response; an allowed (manual) preCompact of all three.
+fn compacted_flow() -> Flow {
+    let mut g = guardian();
+    let u = user("p-u");
+    let t = tool("p-t", "Bash");
+    let a = req(
+        "steps/agentResponse",
+        json!({"content": [{"type": "text", "value": "ok", "provenance": {"provenance_id": "p-a", "origin": "agent_generated", "derived_from": ["p-u", "p-t"]}}]}),
+    );
+    for r in [&u, &t, &a] {
+        call(&mut g, r);
+    }
+    let entries = vec![step_id(&u), step_id(&t), step_id(&a)];
+    let e: Vec<&str> = entries.iter().map(String::as_str).collect();
+    assert_eq!(
+        call(&mut g, &pre(&e, "manual"))["result"]["decision"],
+        "allow"
+    );
+    Flow { g, entries }
+}
+
+fn post(
+    f: &mut Flow,
+    derived: &[&str],
+    origin: &str,
+    entries: &[String],
+    pre_hash: Option<String>,
+) -> (Value, Value) {
+    let head = f.g.store_mut().chain_head(SESSION).unwrap().unwrap();
+    let pre_hex = pre_hash.unwrap_or_else(|| chain::to_hex(&head.1));
+    let mut r = req(
+        "steps/postCompact",
+        json!({"summary": {"value": "sum", "provenance": {"provenance_id": "p-sum", "origin": origin, "derived_from": derived}},
+               "entries_compacted": entries, "pre_compact_chain_hash": pre_hex, "post_compact_chain_hash": "0".repeat(64)}),
+    );
+    let post_hex = expected_post_compact_hash(&r["params"], head.0 + 1, Some(&head.1)).unwrap();
+    r["params"]["payload"]["post_compact_chain_hash"] = json!(post_hex);
+    let resp = call(&mut f.g, &r);
+    (r, resp)
+}
+
+#[test]
+fn postcompact_verifies_lineage_and_chain() {
+    let mut f = compacted_flow();
+    let entries = f.entries.clone();
+    let (r, resp) = post(
+        &mut f,
+        &["p-u", "p-t", "p-a"],
+        "agent_generated",
+        &entries,
+        None,
+    );
+    let res = &resp["result"];
+    assert_eq!(res["decision"], "allow", "{resp}");
+    assert_eq!(res["reason_codes"], json!(["lineage_verified"]));
+    assert_eq!(
+        res["chain_hash"],
+        r["params"]["payload"]["post_compact_chain_hash"]
+    );
+    assert_eq!(res["policy_data"]["fides"]["summary_trust"], "untrusted");
+    // The summary is recorded: compacting it later sees its untrusted lineage.
+    let r2 = call(&mut f.g, &pre(&[&step_id(&r)], "size_threshold"));
+    assert_eq!(r2["result"]["decision"], "deny", "{r2}");
+    assert_eq!(r2["result"]["cited_provenance_ids"], json!(["p-sum"]));
+}
+
+#[test]
+fn postcompact_modifies_never_denies() {
+    // Lineage missing the untrusted id: mismatch and trust rise.
+    let mut f = compacted_flow();
+    let entries = f.entries.clone();
+    let (_, resp) = post(&mut f, &["p-u"], "agent_generated", &entries, None);
+    let res = &resp["result"];
+    assert_eq!(res["decision"], "modify", "{resp}");
+    let codes = res["reason_codes"].as_array().unwrap();
+    assert!(
+        codes.contains(&json!("lineage_mismatch")) && codes.contains(&json!("trust_rise")),
+        "{codes:?}"
+    );
+    assert_eq!(
+        res["modifications"]["parameter_overrides"]["summary"]["provenance"]["derived_from"],
+        json!(["p-a", "p-t", "p-u"])
+    );
+    // Wrong origin.
+    let mut f = compacted_flow();
+    let entries = f.entries.clone();
+    let (_, resp) = post(&mut f, &["p-u", "p-t", "p-a"], "user_input", &entries, None);
+    assert!(
+        resp["result"]["reason_codes"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("origin_not_agent_generated"))
+    );
+    assert_eq!(
+        resp["result"]["modifications"]["parameter_overrides"]["summary"]["provenance"]["origin"],
+        "agent_generated"
+    );
+    // Entries differ from the preCompact that allowed them.
+    let mut f = compacted_flow();
+    let entries = f.entries[..2].to_vec();
+    let (_, resp) = post(&mut f, &["p-u", "p-t"], "agent_generated", &entries, None);
+    assert!(
+        resp["result"]["reason_codes"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("precompact_mismatch")),
+        "{resp}"
+    );
+    // Chain mismatch.
+    let mut f = compacted_flow();
+    let entries = f.entries.clone();
+    let (_, resp) = post(
+        &mut f,
+        &["p-u", "p-t", "p-a"],
+        "agent_generated",
+        &entries,
+        Some("1".repeat(64)),
+    );
+    assert_eq!(resp["result"]["decision"], "modify");
+    assert!(
+        resp["result"]["reason_codes"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("chain_mismatch"))
+    );
+    // No allowed preCompact at all.
+    let mut g = guardian();
+    let u = user("p-u");
+    call(&mut g, &u);
+    let mut f = Flow {
+        g,
+        entries: vec![step_id(&u)],
+    };
+    let entries = f.entries.clone();
+    let (_, resp) = post(&mut f, &["p-u"], "agent_generated", &entries, None);
+    assert!(
+        resp["result"]["reason_codes"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("no_precompact"))
+    );
+    assert_ne!(resp["result"]["decision"], "deny");
+}
+
+#[test]
+fn chain_entries_rehash_to_published_heads() {
+    let mut g = guardian();
+    let mut heads = Vec::new();
+    for i in 0..5 {
+        let r = call(&mut g, &user(&format!("p{i}")));
+        heads.push(r["result"]["chain_hash"].as_str().unwrap().to_string());
+    }
+    let entries = g.store_mut().chain_entries(SESSION);
+    assert_eq!(entries.len(), 5);
+    let mut prev: Option<chain::Hash> = None;
+    for ((canonical, hash), published) in entries.iter().zip(&heads) {
+        let v: Value = serde_json::from_str(canonical).unwrap();
+        assert_eq!(&mnemo_guardian::jcs::canonicalize(&v), canonical);
+        let h = chain::entry_hash(&v, prev.as_ref());
+        assert_eq!(&h, hash);
+        assert_eq!(&chain::to_hex(&h), published);
+        prev = Some(h);
+    }
+}
+
+#[test]
+fn ping_and_schema_less_steps() {
+    let mut g = guardian();
+    let r = call(&mut g, &req("system/ping", json!({"echo": "x"})));
+    assert_eq!(r["result"]["payload"]["echo"], "x");
+    let r = call(&mut g, &req("steps/sessionStart", json!({})));
+    assert_eq!(r["result"]["decision"], "allow");
+}
+
+#[test]
+fn batch_answers_in_order_like_single_requests() {
+    let mut g = guardian();
+    let u = user("b-1");
+    let t = tool("b-2", "Bash");
+    let p = pre(&[&step_id(&u), &step_id(&t)], "size_threshold");
+    let out = g.handle_batch(&[u.clone(), t, p, u, json!("junk")]);
+    assert_eq!(out.len(), 5);
+    assert_eq!(out[0]["result"]["decision"], "allow");
+    assert_eq!(out[1]["result"]["decision"], "allow");
+    assert_eq!(out[2]["result"]["decision"], "deny");
+    assert_eq!(out[3]["error"]["code"], codes::REPLAY_DETECTED);
+    assert_eq!(out[4]["error"]["code"], codes::INVALID_REQUEST);
+}
+
+/// A store whose writes fail: the Guardian answers -32603, never panics.
+struct BrokenStore(MemoryStore);
+
+impl SessionStore for BrokenStore {
+    fn is_handshaken(&mut self, s: &str) -> Result<bool, mnemo_guardian::store::StoreError> {
+        self.0.is_handshaken(s)
+    }
+    fn set_handshaken(
+        &mut self,
+        s: &str,
+        v: &str,
+    ) -> Result<(), mnemo_guardian::store::StoreError> {
+        self.0.set_handshaken(s, v)
+    }
+    fn mark_request(
+        &mut self,
+        r: &str,
+        at: i64,
+    ) -> Result<bool, mnemo_guardian::store::StoreError> {
+        self.0.mark_request(r, at)
+    }
+    fn record_step(
+        &mut self,
+        _: &str,
+        _: &mnemo_guardian::store::StepRecord,
+    ) -> Result<(), mnemo_guardian::store::StoreError> {
+        Err(mnemo_guardian::store::StoreError::Corrupt(
+            "disk on fire".into(),
+        ))
+    }
+    fn steps(
+        &mut self,
+        s: &str,
+    ) -> Result<Vec<mnemo_guardian::store::StepRecord>, mnemo_guardian::store::StoreError> {
+        self.0.steps(s)
+    }
+    fn chain_head(
+        &mut self,
+        s: &str,
+    ) -> Result<Option<(u64, chain::Hash)>, mnemo_guardian::store::StoreError> {
+        self.0.chain_head(s)
+    }
+    fn append_chain(
+        &mut self,
+        s: &str,
+        seq: u64,
+        c: &str,
+        h: &chain::Hash,
+    ) -> Result<(), mnemo_guardian::store::StoreError> {
+        self.0.append_chain(s, seq, c, h)
+    }
+    fn record_compaction(
+        &mut self,
+        s: &str,
+        r: &mnemo_guardian::store::CompactionRecord,
+    ) -> Result<(), mnemo_guardian::store::StoreError> {
+        self.0.record_compaction(s, r)
+    }
+    fn last_compaction(
+        &mut self,
+        s: &str,
+    ) -> Result<Option<mnemo_guardian::store::CompactionRecord>, mnemo_guardian::store::StoreError>
+    {
+        self.0.last_compaction(s)
+    }
+}
+
+#[test]
+fn store_failure_is_an_internal_error() {
+    let mut g = Guardian::new(
+        Policy::default(),
+        GuardianConfig::default(),
+        BrokenStore(MemoryStore::new()),
+    )
+    .with_clock(now_ms);
+    assert!(call(&mut g, &hello()).get("result").is_some());
+    let r = call(&mut g, &user("p-x"));
+    assert_eq!(code(&r), codes::INTERNAL_ERROR);
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("disk on fire")
+    );
+}
