@@ -9,7 +9,8 @@ use clap::{Args, Subcommand};
 use mnemo_model::config::DEFAULT_CONFIG_TOML;
 
 use crate::Global;
-use crate::io_util::{CONFIG_FILE, load_config, write_new_file};
+use crate::io_util::{CONFIG_FILE, config_relative, load_config, write_new_file};
+use mnemo_model::Config;
 
 /// Arguments of `mnemo init`.
 #[derive(Debug, Args)]
@@ -31,8 +32,8 @@ pub enum ConfigCmd {
     Check,
 }
 
-/// Runs `mnemo init`: writes the full default configuration, never over an
-/// existing file.
+/// Runs `mnemo init`: writes the full default configuration and an empty
+/// memory bank, creating only what is missing (nothing is ever overwritten).
 pub fn init(args: InitArgs, global: &Global) -> Result<ExitCode> {
     if args.print {
         std::io::stdout()
@@ -42,13 +43,46 @@ pub fn init(args: InitArgs, global: &Global) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let path = args.dir.join(CONFIG_FILE);
-    write_new_file(&path, DEFAULT_CONFIG_TOML)?;
-    if !global.quiet {
-        let _ = writeln!(
-            std::io::stderr(),
+    let mut notes = Vec::new();
+    if path.exists() {
+        notes.push(format!("kept {} as it is", path.display()));
+    } else {
+        write_new_file(&path, DEFAULT_CONFIG_TOML)?;
+        notes.push(format!(
             "wrote {} (every table with its default; edit what your team needs)",
             path.display()
-        );
+        ));
+    }
+    // The bank: --bank, else `paths.bank` of the configuration now in place.
+    let config = Config::from_toml_str(
+        &std::fs::read_to_string(&path)
+            .with_context(|| format!("cannot read {}", path.display()))?,
+        &path.display().to_string(),
+    )
+    .map_err(|e| anyhow::anyhow!("invalid configuration: {e}"))?;
+    let bank = global
+        .bank
+        .clone()
+        .unwrap_or_else(|| config_relative(Some(&path), &config.paths.bank));
+    let created = mnemo_bank::init_bank(&bank)
+        .with_context(|| format!("cannot create the memory bank in {}", bank.display()))?;
+    if created.is_empty() {
+        notes.push(format!(
+            "kept the memory bank in {} as it is",
+            bank.display()
+        ));
+    } else {
+        notes.push(format!(
+            "created the memory bank in {} ({})",
+            bank.display(),
+            created.join(", ")
+        ));
+    }
+    if !global.quiet {
+        let mut err = std::io::stderr().lock();
+        for n in notes {
+            let _ = writeln!(err, "{n}");
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -60,6 +60,19 @@ pub fn load_config(explicit: Option<&Path>) -> Result<(Config, Option<PathBuf>)>
     Ok((config, Some(path)))
 }
 
+/// Resolves a configured path: relative paths are taken from the directory
+/// that holds the configuration file, or the working directory without one.
+pub fn config_relative(config_file: Option<&Path>, configured: &str) -> PathBuf {
+    let p = PathBuf::from(configured);
+    if p.is_absolute() {
+        return p;
+    }
+    match config_file.and_then(Path::parent) {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.join(p),
+        _ => p,
+    }
+}
+
 /// Reads a file, or standard input for `-`.
 pub fn read_input(path: &Path) -> Result<(String, String)> {
     if path.as_os_str() == "-" {

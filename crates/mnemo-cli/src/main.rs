@@ -5,7 +5,9 @@
 //! crate adds context and hints to their errors. It never panics on what a
 //! user or a file controls, and never writes anything when a command fails.
 
+mod bank_cmd;
 mod config_cmd;
+mod guard_cmd;
 mod inline_cmd;
 mod io_util;
 mod score_cmd;
@@ -46,11 +48,35 @@ enum Command {
     Scrub(scrub_cmd::ScrubArgs),
     /// Count tokens (o200k BPE), lines and characters of a text.
     Stats(stats_cmd::StatsArgs),
-    /// Write the full default configuration to `mnemo.toml`.
+    /// Write the full default configuration to `mnemo.toml` and an empty memory bank.
     Init(config_cmd::InitArgs),
     /// Show or check the configuration in effect.
     #[command(subcommand)]
     Config(config_cmd::ConfigCmd),
+    /// C1–C3 phase gate: compress a batch of summaries into the memory bank.
+    Gate(bank_cmd::GateArgs),
+    /// C4: record a completed feature's plan and clean its `.tmp/` artifacts.
+    FeatureComplete(bank_cmd::FeatureArgs),
+    /// C5: sprint close (bulk clean-up, cross-ref archive, unresolved items flagged).
+    SprintClose(bank_cmd::DateArgs),
+    /// C6: compress the subtask summaries waiting in `.tmp/`.
+    Compress(bank_cmd::CompressArgs),
+    /// C7: trim `## Completed Phases` to its cap, archiving what is removed.
+    Trim(bank_cmd::DateArgs),
+    /// Print the next agent's prompt block (learnings + ZZ artifact).
+    Handoff(bank_cmd::HandoffArgs),
+    /// Check the bank, finish interrupted commits, clean stale temp files.
+    Doctor(bank_cmd::DoctorArgs),
+    /// Git history of a bank file.
+    History(bank_cmd::HistoryArgs),
+    /// Restore a bank file from git (refuses to destroy uncommitted changes).
+    Restore(bank_cmd::RestoreArgs),
+    /// The ACS Guardian for compaction: stdio server, HTTP server, or one request.
+    #[command(subcommand)]
+    Guard(guard_cmd::GuardCommand),
+    /// Host adapters for the Guardian (Claude Code, Codex CLI hooks).
+    #[command(subcommand)]
+    Hook(guard_cmd::HookCommand),
 }
 
 /// Global options every command may use.
@@ -59,7 +85,6 @@ pub struct Global {
     /// `--config`.
     pub config: Option<PathBuf>,
     /// `--bank`.
-    #[allow(dead_code)]
     pub bank: Option<PathBuf>,
     /// `--quiet`.
     pub quiet: bool,
@@ -79,6 +104,17 @@ fn main() -> ExitCode {
         Command::Stats(args) => stats_cmd::run(args, &global),
         Command::Init(args) => config_cmd::init(args, &global),
         Command::Config(cmd) => config_cmd::run(cmd, &global),
+        Command::Gate(args) => bank_cmd::gate(args, &global),
+        Command::FeatureComplete(args) => bank_cmd::feature_complete(args, &global),
+        Command::SprintClose(args) => bank_cmd::sprint_close(args, &global),
+        Command::Compress(args) => bank_cmd::compress(args, &global),
+        Command::Trim(args) => bank_cmd::trim(args, &global),
+        Command::Handoff(args) => bank_cmd::handoff(args, &global),
+        Command::Doctor(args) => bank_cmd::doctor(args, &global),
+        Command::History(args) => bank_cmd::history(args, &global),
+        Command::Restore(args) => bank_cmd::restore(args, &global),
+        Command::Guard(cmd) => guard_cmd::run_guard(cmd, global.quiet),
+        Command::Hook(cmd) => guard_cmd::run_hook(cmd, global.quiet),
     };
     match result {
         Ok(code) => code,

@@ -226,25 +226,60 @@ fn nothing_to_score_is_an_error_with_a_hint() {
 }
 
 #[test]
-fn init_writes_the_defaults_once_and_never_overwrites() {
+fn init_writes_the_defaults_and_a_bank_and_never_overwrites() {
     let dir = tempfile::tempdir().unwrap();
     mnemo_in(dir.path()).arg("init").assert().success();
     let path = dir.path().join("mnemo.toml");
     let written = std::fs::read_to_string(&path).unwrap();
     assert_eq!(written, mnemo_model::config::DEFAULT_CONFIG_TOML);
-    // Edit it, then init again: refused, and the edit survives.
+    let bank = dir.path().join(".pantheon/memory-bank");
+    for f in [
+        "01-active-context.md",
+        "02-progress-log.md",
+        "_xref/index.md",
+        "_xref/_next_id.json",
+    ] {
+        assert!(bank.join(f).is_file(), "{f} missing");
+    }
+    // Edit both, then init again: everything a user wrote survives.
     std::fs::write(&path, "[budget]\ndefault_phases = 4\n").unwrap();
+    std::fs::write(bank.join("01-active-context.md"), "# Mine\n").unwrap();
     mnemo_in(dir.path())
         .arg("init")
         .assert()
-        .code(1)
-        .stderr(predicate::str::contains("already exists"));
+        .success()
+        .stderr(predicate::str::contains("kept"));
     assert_eq!(
         std::fs::read_to_string(&path).unwrap(),
         "[budget]\ndefault_phases = 4\n"
     );
-    let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
-    assert_eq!(leftovers.len(), 1, "no temporary file is left behind");
+    assert_eq!(
+        std::fs::read_to_string(bank.join("01-active-context.md")).unwrap(),
+        "# Mine\n"
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect();
+    assert!(
+        leftovers.is_empty(),
+        "no temporary file is left behind: {leftovers:?}"
+    );
+}
+
+#[test]
+fn init_bank_follows_the_configured_path() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("mnemo.toml"),
+        "[paths]\nbank = \"memory\"\n",
+    )
+    .unwrap();
+    let sub = dir.path().join("deep/er");
+    std::fs::create_dir_all(&sub).unwrap();
+    mnemo_in(dir.path()).arg("init").assert().success();
+    assert!(dir.path().join("memory/01-active-context.md").is_file());
 }
 
 #[test]

@@ -1,0 +1,349 @@
+//! The bank commands: `gate` (C1–C3), `feature-complete` (C4),
+//! `sprint-close` (C5), `compress` (C6), `trim` (C7), `handoff`, `doctor`,
+//! `history` and `restore`. The work is done by `mnemo-bank`; this module
+//! parses arguments and prints one line (or the handoff block).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use mnemo_bank::layout::{is_date, today_utc};
+use mnemo_bank::ops::{GateOptions, Input, LOCK_TIMEOUT};
+use mnemo_bank::{Bank, git, ops};
+use mnemo_guardian::model::Trigger;
+use mnemo_guardian::policy::Policy;
+use mnemo_model::Config;
+
+use crate::Global;
+use crate::io_util::{hinted, load_config, read_input};
+
+/// Arguments of `mnemo gate`.
+#[derive(Debug, Args)]
+pub struct GateArgs {
+    /// Phase label (`1`, `2a`).
+    #[arg(long, value_name = "N")]
+    phase: String,
+    /// Sending agent(s), comma-separated.
+    #[arg(long, value_name = "A")]
+    from: String,
+    /// Receiving (next) agent(s), comma-separated.
+    #[arg(long, value_name = "B")]
+    to: String,
+    /// Planned phases of the feature (default: `budget.default_phases`).
+    #[arg(long, value_name = "K")]
+    phases: Option<u32>,
+    /// Date of the gate (default: today, UTC).
+    #[arg(long, value_name = "YYYY-MM-DD")]
+    date: Option<String>,
+    /// Feature name (adds a By Feature row to the cross-reference index).
+    #[arg(long, value_name = "F")]
+    feature: Option<String>,
+    /// Guardian policy (TOML; default: the built-in policy).
+    #[arg(long, value_name = "FILE")]
+    policy: Option<PathBuf>,
+    /// Subtask summaries (markdown, JSON or YAML; `-` for standard input).
+    #[arg(value_name = "SUMMARY", required = true)]
+    summaries: Vec<PathBuf>,
+}
+
+/// Arguments of `mnemo compress`.
+#[derive(Debug, Args)]
+pub struct CompressArgs {
+    /// Phase label of the compressed entries.
+    #[arg(long, value_name = "N", default_value = "0")]
+    phase: String,
+    /// Sending agent(s), comma-separated (default: from the records).
+    #[arg(long, value_name = "A")]
+    from: Option<String>,
+    /// Receiving agent(s), comma-separated.
+    #[arg(long, value_name = "B")]
+    to: Option<String>,
+    /// Planned phases of the feature.
+    #[arg(long, value_name = "K")]
+    phases: Option<u32>,
+    /// Date (default: today, UTC).
+    #[arg(long, value_name = "YYYY-MM-DD")]
+    date: Option<String>,
+    /// Feature name.
+    #[arg(long, value_name = "F")]
+    feature: Option<String>,
+    /// Guardian policy (TOML).
+    #[arg(long, value_name = "FILE")]
+    policy: Option<PathBuf>,
+    /// Further summary files to compress besides those in `.tmp/`.
+    #[arg(value_name = "FILE")]
+    files: Vec<PathBuf>,
+}
+
+/// Arguments of `mnemo feature-complete`.
+#[derive(Debug, Args)]
+pub struct FeatureArgs {
+    /// The feature that is complete.
+    #[arg(long, value_name = "F")]
+    feature: String,
+    /// Date (default: today, UTC).
+    #[arg(long, value_name = "YYYY-MM-DD")]
+    date: Option<String>,
+}
+
+/// Arguments of `mnemo sprint-close` and `mnemo trim`.
+#[derive(Debug, Args)]
+pub struct DateArgs {
+    /// Date (default: today, UTC); names the archive files.
+    #[arg(long, value_name = "YYYY-MM-DD")]
+    date: Option<String>,
+}
+
+/// Arguments of `mnemo handoff`.
+#[derive(Debug, Args)]
+pub struct HandoffArgs {
+    /// The phase whose ZZ artifact is handed off.
+    #[arg(long, value_name = "N")]
+    phase: String,
+    /// Feature whose learnings are injected.
+    #[arg(long, value_name = "F")]
+    feature: Option<String>,
+}
+
+/// Arguments of `mnemo doctor`.
+#[derive(Debug, Args)]
+pub struct DoctorArgs {}
+
+/// Arguments of `mnemo history`.
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    /// A bank file.
+    #[arg(value_name = "FILE")]
+    file: PathBuf,
+}
+
+/// Arguments of `mnemo restore`.
+#[derive(Debug, Args)]
+pub struct RestoreArgs {
+    /// A bank file.
+    #[arg(value_name = "FILE")]
+    file: PathBuf,
+    /// The git revision to restore it from.
+    #[arg(long = "to", value_name = "REV")]
+    rev: String,
+}
+
+fn setup(global: &Global) -> Result<(Config, Bank)> {
+    let (config, path) = load_config(global.config.as_deref())?;
+    let root = global
+        .bank
+        .clone()
+        .unwrap_or_else(|| crate::io_util::config_relative(path.as_deref(), &config.paths.bank));
+    Ok((config, Bank::new(root)))
+}
+
+fn date_or_today(date: Option<String>) -> Result<String> {
+    match date {
+        Some(d) if is_date(d.trim()) => Ok(d.trim().to_string()),
+        Some(d) => Err(hinted(
+            format!("--date {d:?} is not a date"),
+            "write it as YYYY-MM-DD",
+        )),
+        None => Ok(today_utc()),
+    }
+}
+
+fn load_policy(path: Option<&Path>) -> Result<Policy> {
+    let Some(p) = path else {
+        return Ok(Policy::default());
+    };
+    let text =
+        std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?;
+    Policy::from_toml(&text).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))
+}
+
+fn agents(s: &str) -> Vec<String> {
+    s.split(',')
+        .map(str::trim)
+        .filter(|a| !a.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+fn inputs(paths: &[PathBuf]) -> Result<Vec<Input>> {
+    paths
+        .iter()
+        .map(|p| read_input(p).map(|(text, name)| Input { name, text }))
+        .collect()
+}
+
+fn say(global: &Global, lines: &[String]) {
+    if global.quiet {
+        return;
+    }
+    let mut err = std::io::stderr().lock();
+    for l in lines {
+        let _ = writeln!(err, "note: {l}");
+    }
+}
+
+fn out(line: &str) -> Result<ExitCode> {
+    let mut o = std::io::stdout().lock();
+    writeln!(o, "{line}").context("cannot write to standard output")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn report_gate(global: &Global, r: &ops::GateReport) -> Vec<String> {
+    let mut notes = r.skipped.clone();
+    notes.extend(r.flags.iter().cloned());
+    notes.extend(r.trim.iter().cloned());
+    if r.recovery.rolled_forward > 0 || r.recovery.rolled_back > 0 {
+        notes.push(format!(
+            "recovered an interrupted commit ({} ops finished, {} staged files rolled back)",
+            r.recovery.rolled_forward, r.recovery.rolled_back
+        ));
+    }
+    say(global, &notes);
+    notes
+}
+
+/// `mnemo gate`.
+pub fn gate(args: GateArgs, global: &Global) -> Result<ExitCode> {
+    let (config, bank) = setup(global)?;
+    if args.phases == Some(0) {
+        bail!("--phases must be at least 1");
+    }
+    let opts = GateOptions {
+        phase: args.phase,
+        from: agents(&args.from),
+        to: agents(&args.to),
+        phases: args.phases,
+        date: date_or_today(args.date)?,
+        feature: args.feature,
+        policy: load_policy(args.policy.as_deref())?,
+        trigger: Trigger::FrameworkInitiated,
+        lock_timeout: LOCK_TIMEOUT,
+    };
+    let r = ops::gate(&bank, &config, &opts, &inputs(&args.summaries)?)?;
+    report_gate(global, &r);
+    out(&r.confirmation)
+}
+
+/// `mnemo compress` (C6).
+pub fn compress(args: CompressArgs, global: &Global) -> Result<ExitCode> {
+    let (config, bank) = setup(global)?;
+    bank.require()?;
+    let opts = GateOptions {
+        phase: args.phase,
+        from: args.from.as_deref().map(agents).unwrap_or_default(),
+        to: args.to.as_deref().map(agents).unwrap_or_default(),
+        phases: args.phases,
+        date: date_or_today(args.date)?,
+        feature: args.feature,
+        policy: load_policy(args.policy.as_deref())?,
+        trigger: Trigger::Manual,
+        lock_timeout: LOCK_TIMEOUT,
+    };
+    let (r, flags) = ops::compress(&bank, &config, &opts, &inputs(&args.files)?)?;
+    report_gate(global, &r);
+    say(global, &flags);
+    out(&r.confirmation)
+}
+
+/// `mnemo feature-complete` (C4).
+pub fn feature_complete(args: FeatureArgs, global: &Global) -> Result<ExitCode> {
+    let (_, bank) = setup(global)?;
+    let line = ops::feature_complete(
+        &bank,
+        &args.feature,
+        &date_or_today(args.date)?,
+        LOCK_TIMEOUT,
+    )?;
+    out(&line)
+}
+
+/// `mnemo sprint-close` (C5).
+pub fn sprint_close(args: DateArgs, global: &Global) -> Result<ExitCode> {
+    let (_, bank) = setup(global)?;
+    let (line, flags) = ops::sprint_close(&bank, &date_or_today(args.date)?, LOCK_TIMEOUT)?;
+    say(global, &flags);
+    out(&line)
+}
+
+/// `mnemo trim` (C7).
+pub fn trim(args: DateArgs, global: &Global) -> Result<ExitCode> {
+    let (config, bank) = setup(global)?;
+    let line = ops::trim(&bank, &config, &date_or_today(args.date)?, LOCK_TIMEOUT)?;
+    out(&line)
+}
+
+/// `mnemo handoff`.
+pub fn handoff(args: HandoffArgs, global: &Global) -> Result<ExitCode> {
+    let (config, bank) = setup(global)?;
+    let block = ops::handoff(
+        &bank,
+        Path::new(&config.paths.learnings),
+        &args.phase,
+        args.feature.as_deref(),
+        LOCK_TIMEOUT,
+    )?;
+    let mut o = std::io::stdout().lock();
+    o.write_all(block.as_bytes())
+        .context("cannot write to standard output")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `mnemo doctor`.
+pub fn doctor(_args: DoctorArgs, global: &Global) -> Result<ExitCode> {
+    let (_, bank) = setup(global)?;
+    let r = ops::doctor(&bank, LOCK_TIMEOUT)?;
+    let mut notes: Vec<String> = r.problems.iter().map(|p| format!("problem: {p}")).collect();
+    notes.extend(
+        r.foreign
+            .iter()
+            .map(|f| format!("{f}: unrecognised .tmp artifact, left in place")),
+    );
+    notes.extend(
+        r.pending
+            .iter()
+            .map(|f| format!("{f}: artifact waiting for compression")),
+    );
+    notes.extend(
+        r.recovery
+            .stale_removed
+            .iter()
+            .map(|f| format!("{f}: stale temp file removed")),
+    );
+    {
+        // Problems are printed even with --quiet.
+        let mut err = std::io::stderr().lock();
+        for n in &notes {
+            if !global.quiet || n.starts_with("problem: ") {
+                let _ = writeln!(err, "{n}");
+            }
+        }
+    }
+    out(&r.line())?;
+    Ok(if r.problems.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// `mnemo history FILE`.
+pub fn history(args: HistoryArgs, _global: &Global) -> Result<ExitCode> {
+    let revs = git::history(&args.file)?;
+    let mut o = std::io::stdout().lock();
+    for r in &revs {
+        writeln!(o, "{} {} {}", r.rev, r.date, r.subject)
+            .context("cannot write to standard output")?;
+    }
+    writeln!(o, "{}: {} revisions", args.file.display(), revs.len())
+        .context("cannot write to standard output")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `mnemo restore FILE --to REV`.
+pub fn restore(args: RestoreArgs, global: &Global) -> Result<ExitCode> {
+    let (_, bank) = setup(global)?;
+    let line = git::restore(&bank, &args.file, &args.rev, LOCK_TIMEOUT)?;
+    out(&line)
+}
