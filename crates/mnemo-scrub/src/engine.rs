@@ -1,8 +1,9 @@
 //! The scan: keyword prefilter, windowed regex, filters, overlap resolution.
 
-use crate::rules::{Compiled, Rule, RuleError};
+use crate::rules::{Compiled, LazyRegex, Rule, RuleError};
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 use regex::bytes::Regex;
+use regex_automata::{Anchored, Input, meta};
 use std::collections::HashMap;
 
 /// A candidate or resolved span (rule index, byte range).
@@ -18,8 +19,8 @@ pub(crate) struct Engine {
     ac: AhoCorasick,
     /// keyword pattern id -> rule indices
     kw_rules: Vec<Vec<usize>>,
-    templates: Vec<Regex>,
-    placeholders: Vec<Regex>,
+    templates: Vec<LazyRegex>,
+    placeholders: Vec<LazyRegex>,
     marker: Regex,
 }
 
@@ -28,7 +29,7 @@ pub(crate) struct Engine {
 const MARKER_PATTERN: &str = r"\[(?:[A-Z0-9][A-Z0-9 ]* )?REDACTED(?::[a-z0-9-]*)?\]";
 
 impl Engine {
-    pub(crate) fn new(compiled: &Compiled) -> Result<Self, RuleError> {
+    pub(crate) fn new(compiled: Compiled) -> Result<(Self, Vec<Rule>), RuleError> {
         let mut index: HashMap<String, usize> = HashMap::new();
         let mut keywords: Vec<String> = Vec::new();
         let mut kw_rules: Vec<Vec<usize>> = Vec::new();
@@ -56,13 +57,22 @@ impl Engine {
             id: "marker".into(),
             message: e.to_string(),
         })?;
-        Ok(Engine {
+        let engine = Engine {
             ac,
             kw_rules,
-            templates: compiled.templates.clone(),
-            placeholders: compiled.placeholders.clone(),
+            templates: compiled.templates,
+            placeholders: compiled.placeholders,
             marker,
-        })
+        };
+        Ok((engine, compiled.rules))
+    }
+
+    /// Compiles the shared allow-lists now.
+    pub(crate) fn precompile(&self) -> Result<(), RuleError> {
+        for r in self.templates.iter().chain(&self.placeholders) {
+            r.force()?;
+        }
+        Ok(())
     }
 
     /// All candidates of all rules (may overlap), in no particular order.
@@ -89,7 +99,11 @@ impl Engine {
                 if m.start() < *cov {
                     continue;
                 }
-                *cov = self.scan_window(rule, ri, hay, &markers, (m.start(), m.end()), &mut out);
+                *cov = if rule.anchored {
+                    self.scan_anchored(rule, ri, hay, &markers, m.start(), &mut out)
+                } else {
+                    self.scan_window(rule, ri, hay, &markers, (m.start(), m.end()), &mut out)
+                };
             }
         }
         if !markers.is_empty() {
@@ -107,6 +121,41 @@ impl Engine {
             .find_iter(hay)
             .map(|m| (m.start(), m.end()))
             .collect()
+    }
+
+    /// For rules whose every match starts with a keyword: one anchored
+    /// search at the hit. Returns the offset up to which later hits of the
+    /// same rule need no search.
+    fn scan_anchored(
+        &self,
+        rule: &Rule,
+        ri: usize,
+        hay: &[u8],
+        markers: &[(usize, usize)],
+        start: usize,
+        out: &mut Vec<Span>,
+    ) -> usize {
+        let len = hay.len();
+        let Some(re) = rule.regex.get() else {
+            return start + 1;
+        };
+        let end = if rule.multiline {
+            let lim = start.saturating_add(rule.max_len).min(len);
+            memchr::memchr(b'\n', &hay[lim..]).map_or(len, |i| lim + i)
+        } else {
+            len
+        };
+        let window = &hay[..end];
+        let input = Input::new(window).span(start..end).anchored(Anchored::Yes);
+        match re.search(&input) {
+            Some(m) => {
+                if markers.is_empty() || !in_marker(markers, m.start()) {
+                    self.accept(rule, re, ri, hay, window, (m.start(), m.end()), out);
+                }
+                m.end().max(start + 1)
+            }
+            None => start + 1,
+        }
     }
 
     /// Runs `rule` on the window around a keyword hit; returns the offset up
@@ -131,10 +180,13 @@ impl Engine {
             let le = memchr::memchr(b'\n', &hay[hit_end..]).map_or(len, |i| hit_end + i);
             (le, le)
         };
+        let Some(re) = rule.regex.get() else {
+            return le;
+        };
         let window = &hay[..le];
         let mut pos = ls;
         while pos <= le {
-            let Some(m) = rule.regex.find_at(window, pos) else {
+            let Some(m) = re.search(&Input::new(window).range(pos..)) else {
                 break;
             };
             if rule.multiline && m.end() == le && le < len && m.start() > line_end_of_hit {
@@ -142,7 +194,7 @@ impl Engine {
                 return m.start();
             }
             if markers.is_empty() || !in_marker(markers, m.start()) {
-                self.accept(rule, ri, hay, window, m.start(), m.end(), out);
+                self.accept(rule, re, ri, hay, window, (m.start(), m.end()), out);
             }
             pos = if m.end() > m.start() {
                 m.end()
@@ -157,25 +209,25 @@ impl Engine {
     fn accept(
         &self,
         rule: &Rule,
+        re: &meta::Regex,
         ri: usize,
         hay: &[u8],
         window: &[u8],
-        mstart: usize,
-        mend: usize,
+        (mstart, mend): (usize, usize),
         out: &mut Vec<Span>,
     ) {
         let (s, e) = if rule.has_groups {
-            match rule.regex.captures_at(window, mstart) {
-                Some(caps) => {
-                    let g = match rule.secret_group {
-                        Some(g) => caps.get(g),
-                        None => caps.iter().skip(1).flatten().next(),
-                    };
-                    match g {
-                        Some(g) => (g.start(), g.end()),
-                        None => (mstart, mend),
-                    }
-                }
+            let mut caps = re.create_captures();
+            let input = Input::new(window)
+                .span(mstart..window.len())
+                .anchored(Anchored::Yes);
+            re.search_captures(&input, &mut caps);
+            let g = match rule.secret_group {
+                Some(g) => caps.get_group(g),
+                None => (1..caps.group_len()).find_map(|g| caps.get_group(g)),
+            };
+            match g {
+                Some(g) => (g.start, g.end),
                 None => (mstart, mend),
             }
         } else {
@@ -314,9 +366,14 @@ fn subtract_markers(hay: &[u8], markers: &[(usize, usize)], cands: Vec<Span>) ->
     out
 }
 
+/// Keeps the part `s..e` of a candidate that covered a marker when it can
+/// still be secret material: 8+ bytes with a letter or digit. Shorter
+/// leftovers next to our own replacement text are artefacts of that text
+/// (`[REDACTED:github-pat]+A@` looks like URL credentials), and dropping them
+/// keeps scrubbing idempotent.
 fn push_piece(hay: &[u8], out: &mut Vec<Span>, rule: usize, s: usize, e: usize) {
     let piece = &hay[s..e];
-    if piece.iter().any(|b| b.is_ascii_alphanumeric()) {
+    if piece.len() >= 8 && piece.iter().any(|b| b.is_ascii_alphanumeric()) {
         let (s, e) = char_bounds(hay, s, e);
         out.push(Span {
             rule,
@@ -357,21 +414,30 @@ fn looks_like_code(hay: &[u8], s: usize, e: usize) -> bool {
         return true;
     }
     let letters_only = v.iter().all(|&b| b.is_ascii_alphabetic() || b == b'_');
+    let v = v.strip_suffix(b"?").unwrap_or(v);
     let path_chars = v
         .iter()
-        .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b':'));
+        .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b':' | b'!'));
     let has_path = v.windows(2).any(|w| {
-        (w[0] == b'.' || w[0] == b':') && w[1].is_ascii_alphabetic()
+        (w[0] == b'.' || w[0] == b':') && (w[1].is_ascii_alphabetic() || w[1] == b'_')
             || w[0].is_ascii_alphabetic() && w[1] == b'.'
     });
     if path_chars && has_path && v.first().is_some_and(u8::is_ascii_alphabetic) {
-        // `self.password`, `config::TOKEN`, `os.environ` (but not `a1.b2c3d4`)
+        // `self.password`, `config::TOKEN`, `os.environ`, `crate::__u32`
+        // (but not `a1.b2c3d4`)
         let digits = v.iter().filter(|b| b.is_ascii_digit()).count();
         if digits * 4 < v.len() {
             return true;
         }
     }
     let spaced = matches!(before, Some(b' ' | b'\t'));
+    if spaced
+        && v.first() == Some(&b'_')
+        && v.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'_')
+    {
+        // `_bindgen_ty_3`: a type or constant name
+        return true;
+    }
     spaced && letters_only && identifier_shape(v)
 }
 
@@ -398,8 +464,6 @@ fn identifier_shape(v: &[u8]) -> bool {
                 return false;
             }
             i += 1 + run;
-        } else if v[i] == b'_' {
-            i += 1;
         } else {
             i += 1;
         }

@@ -10,9 +10,10 @@
 //!   optional secret group, entropy floor, placeholder allow-list and
 //!   specificity (see `docs/scrubbing.md`).
 //! * **Fast.** One Aho-Corasick automaton over all keywords finds candidate
-//!   positions; a rule's regex only runs on the line (or, for multi-line
-//!   rules such as PEM blocks, the bounded window) around one of its keyword
-//!   hits.
+//!   positions; a rule's regex only runs there: as one anchored search at the
+//!   hit when every match of the rule starts with a keyword, else on the line
+//!   (or, for multi-line rules such as PEM blocks, the bounded window) around
+//!   the hit. Regexes are compiled on first use.
 //! * **Deterministic.** Redactions are sorted and non-overlapping; overlapping
 //!   candidates are merged into one redaction named after the most specific
 //!   rule. Scrubbing is idempotent and never splits a UTF-8 character.
@@ -93,19 +94,28 @@ impl Scrubber {
     /// The built-in rule set, compiled once per process.
     pub fn default_rules() -> Result<&'static Scrubber, RuleError> {
         DEFAULT
-            .get_or_init(|| Scrubber::from_toml(DEFAULT_RULES_TOML))
+            .get_or_init(|| Scrubber::build(DEFAULT_RULES_TOML, false))
             .as_ref()
             .map_err(Clone::clone)
     }
 
-    /// Compiles a rule file (same format as `rules/default.toml`).
+    /// Compiles a rule file (same format as `rules/default.toml`); every
+    /// pattern is compiled now, so that any error is reported here.
     pub fn from_toml(toml_text: &str) -> Result<Self, RuleError> {
-        let compiled = rules::compile(toml_text)?;
-        let engine = engine::Engine::new(&compiled)?;
-        Ok(Scrubber {
-            rules: compiled.rules,
-            engine,
-        })
+        Scrubber::build(toml_text, true)
+    }
+
+    fn build(toml_text: &str, eager: bool) -> Result<Self, RuleError> {
+        let compiled = rules::compile(toml_text, eager)?;
+        let (engine, rules) = engine::Engine::new(compiled)?;
+        Ok(Scrubber { rules, engine })
+    }
+
+    /// Compiles every regex of this rule set now (the built-in set compiles
+    /// them lazily, on first use) and reports the first error.
+    pub fn precompile(&self) -> Result<(), RuleError> {
+        self.rules.iter().try_for_each(Rule::compile)?;
+        self.engine.precompile()
     }
 
     /// The rules of this scrubber, in file order.
@@ -181,9 +191,7 @@ impl Scrubber {
         writer: W,
     ) -> Result<Vec<Redaction>, ScrubError> {
         let mut out = Vec::new();
-        self.scrub_stream_with(reader, writer, &StreamOptions::default(), |r| {
-            out.push(r)
-        })?;
+        self.scrub_stream_with(reader, writer, &StreamOptions::default(), |r| out.push(r))?;
         Ok(out)
     }
 

@@ -3,6 +3,7 @@
 use regex::bytes::{Regex, RegexBuilder};
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashSet};
+use std::sync::OnceLock;
 
 /// Default window (bytes after the keyword hit) of multi-line rules.
 pub(crate) const DEFAULT_MAX_LEN: usize = 32 * 1024;
@@ -103,11 +104,12 @@ pub struct Rule {
     pub(crate) description: String,
     pub(crate) pattern: String,
     pub(crate) keywords: Vec<String>,
-    pub(crate) regex: Regex,
+    pub(crate) regex: LazyMeta,
+    pub(crate) anchored: bool,
     pub(crate) has_groups: bool,
     pub(crate) secret_group: Option<usize>,
     pub(crate) entropy: Option<f64>,
-    pub(crate) allow: Vec<Regex>,
+    pub(crate) allow: Vec<LazyRegex>,
     pub(crate) specificity: u32,
     pub(crate) placeholders: bool,
     pub(crate) code_aware: bool,
@@ -164,14 +166,129 @@ impl Rule {
     /// Whether the raw pattern matches somewhere in `text` (no prefilter, no
     /// allow-lists).
     pub fn pattern_matches(&self, text: &str) -> bool {
-        self.regex.is_match(text.as_bytes())
+        self.regex
+            .get()
+            .is_some_and(|r| r.is_match(text.as_bytes()))
+    }
+    /// Every non-overlapping match of the raw pattern in `text` (no
+    /// prefilter, no allow-lists), as byte ranges.
+    pub fn raw_matches(&self, text: &str) -> Vec<(usize, usize)> {
+        match self.regex.get() {
+            Some(re) => re
+                .find_iter(text.as_bytes())
+                .map(|m| (m.start(), m.end()))
+                .collect(),
+            None => Vec::new(),
+        }
+    }
+    /// Whether every match of the pattern starts with one of the keywords
+    /// (then the scan runs an anchored search at each keyword hit instead of
+    /// scanning the hit's line).
+    pub fn anchored_at_keyword(&self) -> bool {
+        self.anchored
+    }
+    /// Compiles the rule's regexes now (they are otherwise compiled on first
+    /// use) and reports any error.
+    pub fn compile(&self) -> Result<(), RuleError> {
+        self.regex.force()?;
+        self.allow.iter().try_for_each(LazyRegex::force)
+    }
+}
+
+/// A rule's regex (`regex-automata` meta engine, bytes, Unicode off),
+/// compiled on first use.
+#[derive(Debug)]
+pub(crate) struct LazyMeta {
+    id: String,
+    pattern: String,
+    cell: OnceLock<Option<regex_automata::meta::Regex>>,
+}
+
+impl LazyMeta {
+    fn build(&self) -> Result<regex_automata::meta::Regex, RuleError> {
+        use regex_automata::{meta, util::syntax};
+        meta::Regex::builder()
+            .syntax(syntax::Config::new().unicode(false).utf8(false))
+            .configure(
+                meta::Config::new()
+                    .utf8_empty(false)
+                    .nfa_size_limit(Some(64 * 1024 * 1024))
+                    .hybrid_cache_capacity(4 * 1024 * 1024),
+            )
+            .build(&self.pattern)
+            .map_err(|e| RuleError::Regex {
+                id: self.id.clone(),
+                message: e.to_string(),
+            })
+    }
+
+    pub(crate) fn get(&self) -> Option<&regex_automata::meta::Regex> {
+        self.cell.get_or_init(|| self.build().ok()).as_ref()
+    }
+
+    pub(crate) fn force(&self) -> Result<(), RuleError> {
+        if self.get().is_some() {
+            return Ok(());
+        }
+        self.build().map(|_| ())
+    }
+}
+
+/// A regex whose syntax was validated at load time and which is compiled on
+/// first use (most rules never fire on a given input; compiling all 200+
+/// patterns up front would dominate start-up).
+#[derive(Debug)]
+pub(crate) struct LazyRegex {
+    id: String,
+    pattern: String,
+    case_insensitive: bool,
+    cell: OnceLock<Option<Regex>>,
+}
+
+impl LazyRegex {
+    fn new(id: &str, pattern: &str, case_insensitive: bool) -> Result<Self, RuleError> {
+        regex_syntax::ParserBuilder::new()
+            .unicode(false)
+            .utf8(false)
+            .case_insensitive(case_insensitive)
+            .build()
+            .parse(pattern)
+            .map_err(|e| RuleError::Regex {
+                id: id.to_string(),
+                message: e.to_string(),
+            })?;
+        Ok(LazyRegex {
+            id: id.to_string(),
+            pattern: pattern.to_string(),
+            case_insensitive,
+            cell: OnceLock::new(),
+        })
+    }
+
+    /// The compiled regex (None only if compilation failed, which the
+    /// built-in rules' tests rule out and `from_toml` reports up front).
+    pub(crate) fn get(&self) -> Option<&Regex> {
+        self.cell
+            .get_or_init(|| build_regex(&self.id, &self.pattern, self.case_insensitive).ok())
+            .as_ref()
+    }
+
+    pub(crate) fn is_match(&self, hay: &[u8]) -> bool {
+        self.get().is_some_and(|r| r.is_match(hay))
+    }
+
+    pub(crate) fn force(&self) -> Result<(), RuleError> {
+        if self.get().is_some() {
+            return Ok(());
+        }
+        build_regex(&self.id, &self.pattern, self.case_insensitive).map(|_| ())
     }
 }
 
 pub(crate) struct Compiled {
     pub(crate) rules: Vec<Rule>,
-    pub(crate) templates: Vec<Regex>,
-    pub(crate) placeholders: Vec<Regex>,
+    pub(crate) templates: Vec<LazyRegex>,
+    pub(crate) placeholders: Vec<LazyRegex>,
 }
 
 fn build_regex(id: &str, pattern: &str, case_insensitive: bool) -> Result<Regex, RuleError> {
@@ -211,7 +328,9 @@ fn valid_id(id: &str) -> bool {
         && !id.contains("--")
 }
 
-pub(crate) fn compile(text: &str) -> Result<Compiled, RuleError> {
+/// Parses and validates a rule file. With `eager`, every regex is compiled
+/// now (errors reported); otherwise on first use.
+pub(crate) fn compile(text: &str, eager: bool) -> Result<Compiled, RuleError> {
     let file: RuleFile = toml::from_str(text).map_err(|e| RuleError::Parse(e.to_string()))?;
     if let Some(v) = file.version
         && v != 1
@@ -222,13 +341,13 @@ pub(crate) fn compile(text: &str) -> Result<Compiled, RuleError> {
         .allow
         .templates
         .iter()
-        .map(|p| build_regex("allow.templates", p, true))
+        .map(|p| LazyRegex::new("allow.templates", p, true))
         .collect::<Result<Vec<_>, _>>()?;
     let placeholders = file
         .allow
         .placeholders
         .iter()
-        .map(|p| build_regex("allow.placeholders", p, true))
+        .map(|p| LazyRegex::new("allow.placeholders", p, true))
         .collect::<Result<Vec<_>, _>>()?;
     let mut seen = HashSet::new();
     let mut rules = Vec::with_capacity(file.rules.len());
@@ -255,8 +374,15 @@ pub(crate) fn compile(text: &str) -> Result<Compiled, RuleError> {
             });
         }
         let pattern = expand_macros(&spec.pattern, &file.macros);
-        let regex = build_regex(&spec.id, &pattern, false)?;
-        let groups = regex.captures_len();
+        // validates the syntax (same flags as the engine)
+        LazyRegex::new(&spec.id, &pattern, false)?;
+        let regex = LazyMeta {
+            id: spec.id.clone(),
+            pattern: pattern.clone(),
+            cell: OnceLock::new(),
+        };
+        let groups = explicit_groups(&pattern) + 1;
+        let anchored = starts_with_keyword(&pattern, &keywords);
         if let Some(g) = spec.secret_group
             && (g == 0 || g >= groups)
         {
@@ -268,7 +394,7 @@ pub(crate) fn compile(text: &str) -> Result<Compiled, RuleError> {
         let allow = spec
             .allow
             .iter()
-            .map(|p| build_regex(&spec.id, p, true))
+            .map(|p| LazyRegex::new(&spec.id, p, true))
             .collect::<Result<Vec<_>, _>>()?;
         let multiline = can_match_newline(&pattern);
         rules.push(Rule {
@@ -277,6 +403,7 @@ pub(crate) fn compile(text: &str) -> Result<Compiled, RuleError> {
             pattern,
             keywords,
             regex,
+            anchored,
             has_groups: groups > 1,
             secret_group: spec.secret_group,
             entropy: spec.entropy,
@@ -292,11 +419,127 @@ pub(crate) fn compile(text: &str) -> Result<Compiled, RuleError> {
             counter_examples: spec.counter_examples,
         });
     }
+    if eager {
+        for r in &rules {
+            r.compile()?;
+        }
+        templates.iter().try_for_each(LazyRegex::force)?;
+        placeholders.iter().try_for_each(LazyRegex::force)?;
+    }
     Ok(Compiled {
         rules,
         templates,
         placeholders,
     })
+}
+
+/// Number of capture groups of a (syntactically valid) pattern.
+fn explicit_groups(pattern: &str) -> usize {
+    regex_syntax::ParserBuilder::new()
+        .unicode(false)
+        .utf8(false)
+        .build()
+        .parse(pattern)
+        .map(|h| h.properties().explicit_captures_len())
+        .unwrap_or(0)
+}
+
+/// Whether every match of `pattern` provably starts with one of `keywords`
+/// (ASCII case-insensitively). Conservative: `false` when unsure.
+fn starts_with_keyword(pattern: &str, keywords: &[String]) -> bool {
+    let Ok(hir) = regex_syntax::ParserBuilder::new()
+        .unicode(false)
+        .utf8(false)
+        .build()
+        .parse(pattern)
+    else {
+        return false;
+    };
+    let (set, _) = prefixes(&hir);
+    !set.is_empty()
+        && set.iter().all(|p| {
+            keywords
+                .iter()
+                .any(|k| p.len() >= k.len() && p.starts_with(k.as_bytes()))
+        })
+}
+
+const PREFIX_LIMIT: usize = 4096;
+
+/// Lower-cased strings one of which starts every match, and whether the set
+/// is exact (every match of `h` is exactly one of them).
+fn prefixes(h: &regex_syntax::hir::Hir) -> (Vec<Vec<u8>>, bool) {
+    use regex_syntax::hir::{Class, HirKind};
+    let unknown = || (vec![Vec::new()], false);
+    match h.kind() {
+        HirKind::Empty | HirKind::Look(_) => (vec![Vec::new()], true),
+        HirKind::Literal(l) => (vec![l.0.to_ascii_lowercase()], true),
+        HirKind::Class(Class::Bytes(c)) => {
+            let mut bytes: Vec<u8> = Vec::new();
+            for r in c.ranges() {
+                if usize::from(r.end() - r.start()) > 2 {
+                    return unknown();
+                }
+                for b in r.start()..=r.end() {
+                    bytes.push(b.to_ascii_lowercase());
+                }
+            }
+            bytes.sort_unstable();
+            bytes.dedup();
+            if bytes.len() > 4 {
+                return unknown();
+            }
+            (bytes.into_iter().map(|b| vec![b]).collect(), true)
+        }
+        HirKind::Class(Class::Unicode(_)) => unknown(),
+        HirKind::Capture(c) => prefixes(&c.sub),
+        HirKind::Repetition(r) => {
+            if r.min == 0 {
+                return unknown();
+            }
+            let (set, exact) = prefixes(&r.sub);
+            (set, exact && r.min == 1 && r.max == Some(1))
+        }
+        HirKind::Alternation(subs) => {
+            let mut all = Vec::new();
+            let mut exact = true;
+            for s in subs {
+                let (set, e) = prefixes(s);
+                exact &= e;
+                all.extend(set);
+                if all.len() > PREFIX_LIMIT {
+                    return unknown();
+                }
+            }
+            all.sort();
+            all.dedup();
+            (all, exact)
+        }
+        HirKind::Concat(subs) => {
+            let mut acc: Vec<Vec<u8>> = vec![Vec::new()];
+            for s in subs {
+                let (set, exact) = prefixes(s);
+                if acc.len().saturating_mul(set.len()) > PREFIX_LIMIT {
+                    return (acc, false);
+                }
+                let mut next = Vec::with_capacity(acc.len() * set.len());
+                for a in &acc {
+                    for b in &set {
+                        let mut v = a.clone();
+                        v.extend_from_slice(b);
+                        next.push(v);
+                    }
+                }
+                next.sort();
+                next.dedup();
+                acc = next;
+                if !exact {
+                    return (acc, false);
+                }
+            }
+            (acc, true)
+        }
+    }
 }
 
 /// Whether a pattern may match a `\n` (then it is scanned in a bounded

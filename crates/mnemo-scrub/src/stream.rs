@@ -106,7 +106,11 @@ where
         }
         stats.rounds += 1;
         // Never scan or cut inside a UTF-8 sequence that the next read completes.
-        let limit = if eof { buf.len() } else { complete_utf8_prefix(&buf) };
+        let limit = if eof {
+            buf.len()
+        } else {
+            complete_utf8_prefix(&buf)
+        };
         let mut cut = if eof {
             buf.len()
         } else {

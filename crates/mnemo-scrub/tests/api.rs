@@ -35,8 +35,14 @@ fn offsets_refer_to_the_original_text() {
     for r in &out.redactions {
         assert!(input.is_char_boundary(r.start) && input.is_char_boundary(r.end));
     }
-    assert_eq!(&input[out.redactions[0].start..out.redactions[0].end], ghp());
-    assert_eq!(&input[out.redactions[1].start..out.redactions[1].end], "hunter2hunter2");
+    assert_eq!(
+        &input[out.redactions[0].start..out.redactions[0].end],
+        ghp()
+    );
+    assert_eq!(
+        &input[out.redactions[1].start..out.redactions[1].end],
+        "hunter2hunter2"
+    );
     // rebuilding from the redactions gives the text
     let mut rebuilt = String::new();
     let mut last = 0;
@@ -73,7 +79,12 @@ fn idempotent_on_many_inputs() {
                     let twice = s.scrub_with(&once.text, style);
                     assert_eq!(once.text, twice.text, "{}: {text:?}", r.id());
                     if style == ReplacementStyle::Named {
-                        assert!(twice.redactions.is_empty(), "{}: {:?}", r.id(), twice.redactions);
+                        assert!(
+                            twice.redactions.is_empty(),
+                            "{}: {:?}",
+                            r.id(),
+                            twice.redactions
+                        );
                     }
                 }
             }
@@ -83,7 +94,10 @@ fn idempotent_on_many_inputs() {
 
 #[test]
 fn never_breaks_utf8() {
-    let input = format!("héllo wörld 🔑 password=pässwörd🔑123 {} ✓ token=ünïcödé-tökén-12345", ghp());
+    let input = format!(
+        "héllo wörld 🔑 password=pässwörd🔑123 {} ✓ token=ünïcödé-tökén-12345",
+        ghp()
+    );
     let out = scrub(&input);
     assert!(!out.redactions.is_empty());
     for r in &out.redactions {
@@ -102,7 +116,10 @@ fn audit_find_matches_scrub() {
     let out = s.scrub(&input);
     assert_eq!(found.len(), out.redactions.len());
     for (f, r) in found.iter().zip(&out.redactions) {
-        assert_eq!((f.rule.as_str(), f.start, f.end), (r.rule.as_str(), r.start, r.end));
+        assert_eq!(
+            (f.rule.as_str(), f.start, f.end),
+            (r.rule.as_str(), r.start, r.end)
+        );
     }
 }
 
@@ -172,19 +189,39 @@ struct GenReader {
 
 impl GenReader {
     fn new(total: u64, every: u64) -> Self {
-        GenReader { remaining: total, line: 0, pending: Vec::new(), pos: 0, every }
+        GenReader {
+            remaining: total,
+            line: 0,
+            pending: Vec::new(),
+            pos: 0,
+            every,
+        }
     }
     fn next_line(&mut self) -> Vec<u8> {
         self.line += 1;
         let n = self.line;
-        if n % self.every == 0 {
-            if n % (self.every * 7) == 0 {
-                let body: String = (0..20).map(|i| format!("{}\n", common::expand("{{b64:64}}", n + i).text)).collect();
-                return format!("-----BEGIN EC PRIVATE KEY-----\n{body}-----END EC PRIVATE KEY-----\n").into_bytes();
+        if n.is_multiple_of(self.every) {
+            if n.is_multiple_of(self.every * 7) {
+                let body: String = (0..20)
+                    .map(|i| format!("{}\n", common::expand("{{b64:64}}", n + i).text))
+                    .collect();
+                return format!(
+                    "-----BEGIN EC PRIVATE KEY-----\n{body}-----END EC PRIVATE KEY-----\n"
+                )
+                .into_bytes();
             }
-            return format!("{n} INFO using token ghp_{}\n", common::expand("{{alnum:36}}", n).text).into_bytes();
+            return format!(
+                "{n} INFO using token ghp_{}\n",
+                common::expand("{{alnum:36}}", n).text
+            )
+            .into_bytes();
         }
-        format!("{n} INFO request handled in {} ms path=/api/v1/items/{}\n", n % 97, n * 31).into_bytes()
+        format!(
+            "{n} INFO request handled in {} ms path=/api/v1/items/{}\n",
+            n % 97,
+            n * 31
+        )
+        .into_bytes()
     }
 }
 
@@ -235,14 +272,26 @@ fn stream_equals_in_memory_with_tiny_chunks() {
     GenReader::new(300_000, 50).read_to_end(&mut input).unwrap();
     let text = String::from_utf8(input.clone()).unwrap();
     let expected = s.scrub(&text);
-    for (chunk, carry) in [(4096usize, 4096usize), (64 * 1024, 8192), (1 << 20, 256 * 1024)] {
+    for (chunk, carry) in [
+        (4096usize, 4096usize),
+        (64 * 1024, 8192),
+        (1 << 20, 256 * 1024),
+    ] {
         let mut out = Vec::new();
         let mut reds = Vec::new();
-        let opts = StreamOptions { chunk_size: chunk, carry, style: ReplacementStyle::Named };
+        let opts = StreamOptions {
+            chunk_size: chunk,
+            carry,
+            style: ReplacementStyle::Named,
+        };
         let stats = s
             .scrub_stream_with(input.as_slice(), &mut out, &opts, |r| reds.push(r))
             .unwrap();
-        assert_eq!(String::from_utf8(out).unwrap(), expected.text, "chunk {chunk}");
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            expected.text,
+            "chunk {chunk}"
+        );
         assert_eq!(reds, expected.redactions, "chunk {chunk}");
         assert!(stats.peak_buffer <= chunk + carry + (1 << 20), "{stats:?}");
     }
@@ -253,7 +302,11 @@ fn stream_over_100_mb_in_bounded_memory() {
     let s = Scrubber::default_rules().unwrap();
     let total: u64 = 101 * 1024 * 1024;
     let reader = GenReader::new(total, 1000);
-    let mut writer = CheckWriter { bytes: 0, tail: Vec::new(), leaks: 0 };
+    let mut writer = CheckWriter {
+        bytes: 0,
+        tail: Vec::new(),
+        leaks: 0,
+    };
     let mut count = 0u64;
     let mut last_end = 0usize;
     let opts = StreamOptions::default();

@@ -107,6 +107,43 @@ fn positives(s: &Scrubber) -> Vec<Sample> {
     out
 }
 
+/// Hand-written positives, independent of the rules' own examples: real
+/// shapes in which secrets leak into agent transcripts.
+const HANDWRITTEN: &[&str] = &[
+    "DATABASE_URL=\"postgresql://admin:{{alnum:18}}@prod-db.cluster-x.eu-west-1.rds.amazonaws.com:5432/app\"",
+    "spring.datasource.password={{alnum:14}}",
+    "  MYSQL_ROOT_PASSWORD: {{alnum:16}}",
+    "requests.get(url, headers={\"Authorization\": \"Bearer {{b64url:40}}\"})",
+    "aws configure set aws_secret_access_key {{b64:40}}",
+    "git remote set-url origin https://oauth2:{{alnum:20}}@gitlab.example.com/group/repo.git",
+    "\"client_secret\": \"{{alnum:32}}\",",
+    "heroku config:set API_TOKEN={{alnum:32}}",
+    "//npm.pkg.github.com/:_authToken=ghp_{{alnum:36}}",
+    "echo \"$REGISTRY_PW\" | docker login -u deploy --password-stdin && docker login -u ci -p {{alnum:24}} registry.example.com",
+    "psql \"host=db user=app password={{alnum:12}} dbname=app\"",
+    "kubectl create secret generic db --from-literal=password={{alnum:16}}",
+    "TOKEN={{hex:40}} ./deploy.sh",
+    "private_key: |\n  -----BEGIN RSA PRIVATE KEY-----\n  {{b64:64}}\n  {{b64:64}}\n  -----END RSA PRIVATE KEY-----",
+    "password = \"{{alnum:16}}\"",
+    "const apiKey = \"{{alnum:32}}\"",
+    "String secret = \"{{alnum:24}}\";",
+    "var connStr = \"Server=db;User Id=sa;Password={{alnum:12}};\";",
+    "    'password' => '{{alnum:12}}',",
+    "config.secret_key_base = \"{{hex:64}}\"",
+    "curl -u \"admin:{{alnum:16}}\" https://jenkins.internal/api/json",
+    "openai.api_key = \"sk-proj-{{b64url:100}}\"",
+    "client = anthropic.Anthropic(api_key=\"sk-ant-api03-{{b64url:93}}AA\")",
+    "SLACK_BOT_TOKEN=xoxb-{{digit:11}}-{{digit:12}}-{{alnum:24}}",
+    "2024-05-02 ERROR auth failed for token=ghp_{{alnum:36}} (401)",
+    "Here is the key you asked for: AKIA{{uppernum:16}} / {{b64:40}} (aws_secret_access_key={{b64:40}})",
+    "| prod | `glpat-{{b64url:20}}` | rotate monthly |",
+    "redis_url: redis://default:{{alnum:24}}@cache.internal:6379",
+    "<add key=\"ApiKey\" value=\"{{alnum:32}}\" />",
+    "<password>{{alnum:14}}</password>",
+    "ENCRYPTION_KEY='{{b64:44}}'",
+    "{\"type\": \"service_account\", \"private_key\": \"-----BEGIN PRIVATE KEY-----\\n{{b64:64}}\\n{{b64:64}}\\n-----END PRIVATE KEY-----\\n\"}",
+];
+
 const NEGATIVES: &[&str] = &[
     // placeholders
     "API_KEY=${API_KEY}",
@@ -237,6 +274,26 @@ const NEGATIVES: &[&str] = &[
     "auth: true",
     "\"key\": \"value\"",
     "key = \"name\"",
+    "docker run -p 8080:80 -p 8443:443 nginx:1.25",
+    "docker login -u deploy --password-stdin < ~/.docker/pw",
+    "redis-cli -h localhost -p 6379 ping",
+    "mongosh --port 27017 --eval 'db.stats()'",
+    "<token>${TOKEN}</token>",
+    "aws configure set region eu-west-1",
+    "<add key=\"Theme\" value=\"dark-mode-enabled\" />",
+    "<add key=\"PasswordMinLength\" value=\"12\" />",
+    "AKIA is the prefix of long-term AWS access key ids; ASIA of temporary ones.",
+    // shapes seen in real crate sources (bindgen, FFI, parsers)
+    "pub fn sqlite3_activate_see(zPassPhrase: *const ::std::os::raw::c_char);",
+    "    pub pw_passwd: *const c_char,",
+    "pub const DEVCONF_STABLE_SECRET: _bindgen_ty_3 = _bindgen_ty_3::DEVCONF_STABLE_SECRET;",
+    "None => Ok((offset, false, MainToken::DollarSign)),",
+    "let mut token = self.next_token?;",
+    "    iToken: ::std::os::raw::c_int,",
+    "    pub frag_token: crate::__u32,",
+    "if input.peek(token::Paren) || input.peek(token::Bracket) {",
+    "    job_token::JobToken,",
+    "pub const IFLA_INET6_TOKEN: _bindgen_ty_5 = _bindgen_ty_5::IFLA_INET6_TOKEN;",
     // urls
     "https://docs.rs/regex/1.10.4/regex/",
     "https://user@example.com/path",
@@ -245,6 +302,21 @@ const NEGATIVES: &[&str] = &[
     "redis://cache:6379/0",
     "mongodb://mongo:27017/test",
 ];
+
+fn handwritten() -> Vec<Sample> {
+    let mut out = Vec::new();
+    for (i, t) in HANDWRITTEN.iter().enumerate() {
+        for k in 0..5u64 {
+            let e = expand(t, 7_000 + (i as u64) * 17 + k);
+            out.push(Sample {
+                rule: format!("handwritten#{i}"),
+                text: e.text,
+                secrets: e.fills.into_iter().filter(|f| f.len() >= 6).collect(),
+            });
+        }
+    }
+    out
+}
 
 fn negatives() -> Vec<Sample> {
     let mut out = Vec::new();
@@ -265,7 +337,10 @@ fn negatives() -> Vec<Sample> {
 #[test]
 fn devset_recall_and_false_positives() {
     let s = Scrubber::default_rules().unwrap();
-    let pos = positives(s);
+    let mut pos = positives(s);
+    let hand = handwritten();
+    let n_hand = hand.len();
+    pos.extend(hand);
     let neg = negatives();
 
     let mut missed: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -274,24 +349,44 @@ fn devset_recall_and_false_positives() {
     for p in &pos {
         let out = s.scrub(&p.text);
         let visible = strip_markers(&out.text);
-        let ok = !p.secrets.is_empty() && p.secrets.iter().all(|sec| !visible.contains(sec.as_str()));
+        let ok =
+            !p.secrets.is_empty() && p.secrets.iter().all(|sec| !visible.contains(sec.as_str()));
         let e = per_rule.entry(p.rule.clone()).or_default();
         e.1 += 1;
         if ok {
             caught += 1;
             e.0 += 1;
         } else {
-            missed.entry(p.rule.clone()).or_default().push(p.text.clone());
+            missed
+                .entry(p.rule.clone())
+                .or_default()
+                .push(p.text.clone());
         }
     }
     let mut fps = Vec::new();
     for n in &neg {
         let out = s.scrub(&n.text);
         if !out.redactions.is_empty() {
-            fps.push(format!("{:?} -> {:?}", n.text.chars().take(160).collect::<String>(), out.redactions.iter().map(|r| r.rule.as_str()).collect::<Vec<_>>()));
+            fps.push(format!(
+                "{:?} -> {:?}",
+                n.text.chars().take(160).collect::<String>(),
+                out.redactions
+                    .iter()
+                    .map(|r| r.rule.as_str())
+                    .collect::<Vec<_>>()
+            ));
         }
     }
     let recall = caught as f64 / pos.len() as f64;
+    let hand_missed: usize = missed
+        .iter()
+        .filter(|(k, _)| k.starts_with("handwritten"))
+        .map(|(_, v)| v.len())
+        .sum();
+    println!(
+        "hand-written positives: {n_hand}, recall {:.4}",
+        (n_hand - hand_missed) as f64 / n_hand as f64
+    );
     let fp_rate = fps.len() as f64 / neg.len() as f64;
     println!(
         "dev set: {} positives ({} rules), {} negatives; recall {:.4}; false positives {} ({:.2}%)",

@@ -67,7 +67,10 @@ fn scrub_cases_parity() {
         // our own invariants on every case
         let again = scrub(&ours.text);
         assert_eq!(again.text, ours.text, "{name}: not idempotent");
-        assert!(again.redactions.is_empty(), "{name}: new redactions on rescrub");
+        assert!(
+            again.redactions.is_empty(),
+            "{name}: new redactions on rescrub"
+        );
         match our_decision(name) {
             Some(None) => {
                 assert!(
@@ -97,7 +100,10 @@ fn scrub_cases_parity() {
                 // generic prefix it also replaces) does not survive.
                 for r in expected {
                     let pos = r["position"].as_array().unwrap();
-                    let (s, e) = (pos[0].as_u64().unwrap() as usize, pos[1].as_u64().unwrap() as usize);
+                    let (s, e) = (
+                        pos[0].as_u64().unwrap() as usize,
+                        pos[1].as_u64().unwrap() as usize,
+                    );
                     let span = &input[s..e];
                     let secret = secret_part(span);
                     assert!(
@@ -163,19 +169,37 @@ fn compress_inline_byte_for_byte() {
         "Authorization: Bearer abcdefghij0123456789 added to auth client",
         ReplacementStyle::Pantheon,
     );
-    assert_eq!(a.text, "Authorization: Bearer [REDACTED] added to auth client");
-    let b = scrub_with("password=supersecret123 configured", ReplacementStyle::Pantheon);
+    assert_eq!(
+        a.text,
+        "Authorization: Bearer [REDACTED] added to auth client"
+    );
+    let b = scrub_with(
+        "password=supersecret123 configured",
+        ReplacementStyle::Pantheon,
+    );
     assert_eq!(b.text, "password=[REDACTED] configured");
 }
 
 #[test]
 fn pantheon_style_mimics_replacement_strings() {
     let gh = format!("key ghp_{}", "a".repeat(36));
-    assert_eq!(scrub_with(&gh, ReplacementStyle::Pantheon).text, "key [GITHUB TOKEN REDACTED]");
+    assert_eq!(
+        scrub_with(&gh, ReplacementStyle::Pantheon).text,
+        "key [GITHUB TOKEN REDACTED]"
+    );
     let aws = format!("{}{}", "AKIAIOSFODNN7", "EXAMPLE");
-    assert_eq!(scrub_with(&aws, ReplacementStyle::Pantheon).text, "[AWS KEY REDACTED]");
-    let jwt = format!("jwt is {}{}", "eyJhbGciOiJIUzI1NiJ9", ".eyJzdWIiOiIxIn0.dozjgN4g_9kNN3kzYJPu5g");
-    assert_eq!(scrub_with(&jwt, ReplacementStyle::Pantheon).text, "jwt is [JWT REDACTED]");
+    assert_eq!(
+        scrub_with(&aws, ReplacementStyle::Pantheon).text,
+        "[AWS KEY REDACTED]"
+    );
+    let jwt = format!(
+        "jwt is {}{}",
+        "eyJhbGciOiJIUzI1NiJ9", ".eyJzdWIiOiIxIn0.dozjgN4g_9kNN3kzYJPu5g"
+    );
+    assert_eq!(
+        scrub_with(&jwt, ReplacementStyle::Pantheon).text,
+        "jwt is [JWT REDACTED]"
+    );
     let multi = format!(
         "api_key={} and password={} and Bearer {}",
         "abcdef1234567890", "mysecretkey123", "eyJhbGciOiJIUzI1NiJ9.token"
@@ -194,7 +218,11 @@ fn legacy_context_mcp_vectors() {
     )
     .unwrap();
     let v: Value = serde_json::from_str(&text).unwrap();
-    let mut cases: Vec<&Value> = v["scrub_assertions_legacy"].as_array().unwrap().iter().collect();
+    let mut cases: Vec<&Value> = v["scrub_assertions_legacy"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .collect();
     cases.extend(
         v["compress_text_assertions"]
             .as_array()
@@ -217,7 +245,11 @@ fn legacy_context_mcp_vectors() {
             if i % 2 == 1 || (parts.len() > 2 && i == 2 && p.starts_with('a')) {
                 let secret = p.trim();
                 if secret.len() >= 8 && !secret.contains(' ') {
-                    assert!(!ours.text.contains(secret), "{secret:?} survives in {:?}", ours.text);
+                    assert!(
+                        !ours.text.contains(secret),
+                        "{secret:?} survives in {:?}",
+                        ours.text
+                    );
                 }
             }
         }
@@ -226,8 +258,15 @@ fn legacy_context_mcp_vectors() {
             assert_eq!(ours.text, input, "no secret expected in {input:?}");
         }
         if canonical.contains("REDACTED") {
-            assert!(ours.text.contains("REDACTED"), "{input:?} -> {:?}", ours.text);
+            assert!(
+                ours.text.contains("REDACTED"),
+                "{input:?} -> {:?}",
+                ours.text
+            );
         }
-        println!("{input:?}\n  pantheon: {canonical:?}\n  ours:     {:?}", ours.text);
+        println!(
+            "{input:?}\n  pantheon: {canonical:?}\n  ours:     {:?}",
+            ours.text
+        );
     }
 }

@@ -12,12 +12,45 @@ use proptest::prelude::*;
 
 fn fragment() -> impl Strategy<Value = String> {
     let fixed = prop::sample::select(vec![
-        "password=", "Password: ", "api_key=", "API key=", "token: ", "\"secret\": \"",
-        "Authorization: Bearer ", "export AWS_SECRET_ACCESS_KEY=", "postgres://u:", "@db/x",
-        "-----BEGIN RSA PRIVATE KEY-----\n", "\n-----END RSA PRIVATE KEY-----", "ghp_", "sk-",
-        "sk-ant-api03-", "AKIA", "AIza", "xoxb-", "eyJ", ".eyJ", "\n", " ", "\"", "'", "=", ":",
-        "[REDACTED]", "[REDACTED:github-pat]", "é", "🔑", "ü", "\u{0}", "\r\n", "\\n", "key-",
-        "hooks.slack.com/services/", "https://", "mysql://root:", "[GITHUB TOKEN REDACTED]",
+        "password=",
+        "Password: ",
+        "api_key=",
+        "API key=",
+        "token: ",
+        "\"secret\": \"",
+        "Authorization: Bearer ",
+        "export AWS_SECRET_ACCESS_KEY=",
+        "postgres://u:",
+        "@db/x",
+        "-----BEGIN RSA PRIVATE KEY-----\n",
+        "\n-----END RSA PRIVATE KEY-----",
+        "ghp_",
+        "sk-",
+        "sk-ant-api03-",
+        "AKIA",
+        "AIza",
+        "xoxb-",
+        "eyJ",
+        ".eyJ",
+        "\n",
+        " ",
+        "\"",
+        "'",
+        "=",
+        ":",
+        "[REDACTED]",
+        "[REDACTED:github-pat]",
+        "é",
+        "🔑",
+        "ü",
+        "\u{0}",
+        "\r\n",
+        "\\n",
+        "key-",
+        "hooks.slack.com/services/",
+        "https://",
+        "mysql://root:",
+        "[GITHUB TOKEN REDACTED]",
     ])
     .prop_map(str::to_string);
     let random = "[A-Za-z0-9+/=_.-]{1,60}";
@@ -50,7 +83,10 @@ fn check(input: &str, out_text: &str, reds: &[Redaction]) -> Result<(), TestCase
     for r in reds {
         let secret = &input[r.start..r.end];
         if secret.len() >= 8 && input.matches(secret).count() == 1 {
-            prop_assert!(!out_text.contains(secret), "{secret:?} survives in {out_text:?}");
+            prop_assert!(
+                !out_text.contains(secret),
+                "{secret:?} survives in {out_text:?}"
+            );
         }
     }
     Ok(())
