@@ -368,9 +368,10 @@ impl Config {
             .and_then(toml::Value::as_table)
             .and_then(|a| a.get("relevance"))
             .cloned()
-            && let Some(toml::Value::Table(agents)) = base.get_mut("agents") {
-                agents.insert("relevance".into(), rel);
-            }
+            && let Some(toml::Value::Table(agents)) = base.get_mut("agents")
+        {
+            agents.insert("relevance".into(), rel);
+        }
         merge(&mut base, user);
         let config: Config =
             serde_path_to_error::deserialize(toml::Value::Table(base)).map_err(|e| {
@@ -519,12 +520,13 @@ impl Config {
                     ));
                 }
                 if let Some(l) = limit
-                    && l.parse::<usize>().map_or(true, |n| n == 0) {
-                        return Err((
-                            format!("masks[{i}].fields[{j}]"),
-                            format!("{f:?}: the limit after `:` must be a positive number"),
-                        ));
-                    }
+                    && l.parse::<usize>().map_or(true, |n| n == 0)
+                {
+                    return Err((
+                        format!("masks[{i}].fields[{j}]"),
+                        format!("{f:?}: the limit after `:` must be a positive number"),
+                    ));
+                }
             }
         }
         if !self.masks.iter().any(|m| m.from == "*" && m.to == "*") {

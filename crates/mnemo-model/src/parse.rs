@@ -270,27 +270,27 @@ fn parse_markdown(text: &str, source_name: &str) -> Result<Vec<SummaryRecord>, P
     let mut in_fence = false;
     for &(no, line) in &all {
         let is_fence = line.trim_start().starts_with("```") || line.trim_start().starts_with("~~~");
-        if !in_fence
-            && let Some((level, title)) = heading(line) {
-                if is_summary_heading(title) {
-                    if let Some((_, b)) = current.take() {
-                        blocks.push(b);
-                    }
-                    current = Some((
-                        level,
-                        Block {
-                            first_line: no,
-                            lines: Vec::new(),
-                        },
-                    ));
-                    continue;
+        if !in_fence && let Some((level, title)) = heading(line) {
+            if is_summary_heading(title) {
+                if let Some((_, b)) = current.take() {
+                    blocks.push(b);
                 }
-                if let Some((lvl, _)) = &current
-                    && level <= *lvl
-                        && let Some((_, b)) = current.take() {
-                            blocks.push(b);
-                        }
+                current = Some((
+                    level,
+                    Block {
+                        first_line: no,
+                        lines: Vec::new(),
+                    },
+                ));
+                continue;
             }
+            if let Some((lvl, _)) = &current
+                && level <= *lvl
+                && let Some((_, b)) = current.take()
+            {
+                blocks.push(b);
+            }
+        }
         if is_fence {
             in_fence = !in_fence;
         }

@@ -697,9 +697,10 @@ impl Engine {
             best = (self.blocked_value, BlockerSource::BlockersField);
         }
         if let Some(i) = blocked
-            && self.blocked_value > best.0 {
-                best = (self.blocked_value, BlockerSource::BlockedPhrase(phrase(i)));
-            }
+            && self.blocked_value > best.0
+        {
+            best = (self.blocked_value, BlockerSource::BlockedPhrase(phrase(i)));
+        }
         best
     }
 
