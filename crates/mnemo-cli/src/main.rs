@@ -10,6 +10,7 @@ mod config_cmd;
 mod guard_cmd;
 mod inline_cmd;
 mod io_util;
+mod mcp_cmd;
 mod score_cmd;
 mod scrub_cmd;
 mod stats_cmd;
@@ -71,6 +72,8 @@ enum Command {
     History(bank_cmd::HistoryArgs),
     /// Restore a bank file from git (refuses to destroy uncommitted changes).
     Restore(bank_cmd::RestoreArgs),
+    /// MCP server on stdio.
+    Mcp,
     /// The ACS Guardian for compaction: stdio server, HTTP server, or one request.
     #[command(subcommand)]
     Guard(guard_cmd::GuardCommand),
@@ -113,6 +116,7 @@ fn main() -> ExitCode {
         Command::Doctor(args) => bank_cmd::doctor(args, &global),
         Command::History(args) => bank_cmd::history(args, &global),
         Command::Restore(args) => bank_cmd::restore(args, &global),
+        Command::Mcp => mcp_cmd::run(&global),
         Command::Guard(cmd) => guard_cmd::run_guard(cmd, global.quiet),
         Command::Hook(cmd) => guard_cmd::run_hook(cmd, global.quiet),
     };

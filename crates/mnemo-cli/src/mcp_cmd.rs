@@ -1,0 +1,44 @@
+//! `mnemo mcp`: the MCP server on stdio.
+//!
+//! Standard output carries MCP frames only; the one startup note goes to
+//! stderr (and not at all with `--quiet`).
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use mnemo_mcp::{MnemoServer, StoreSource, store};
+
+use crate::Global;
+use crate::io_util::load_config;
+
+/// Runs `mnemo mcp` until the client closes standard input.
+pub fn run(global: &Global) -> Result<ExitCode> {
+    let (config, _) = load_config(global.config.as_deref())?;
+    // Without a data directory the memory tools answer with that error; the
+    // other tools still work.
+    let db = store::default_db_path();
+    let source = match &db {
+        Ok(path) => StoreSource::Path(path.clone()),
+        Err(_) => StoreSource::Unavailable,
+    };
+    let server = MnemoServer::new(&config, source).context("cannot start the MCP server")?;
+    if !global.quiet {
+        let where_ = match &db {
+            Ok(p) => p.display().to_string(),
+            Err(e) => e.to_string(),
+        };
+        let _ = writeln!(
+            std::io::stderr(),
+            "mnemo mcp: serving MCP on stdio (memory store: {where_})"
+        );
+    }
+    let runtime = mnemo_mcp::tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime
+        .block_on(mnemo_mcp::serve_stdio(server))
+        .context("MCP server")?;
+    Ok(ExitCode::SUCCESS)
+}

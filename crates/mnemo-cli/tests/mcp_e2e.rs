@@ -1,0 +1,121 @@
+//! `mnemo mcp` driven by a real client: the official MCP Python SDK runs
+//! `crates/mnemo-mcp/tests/e2e/client.py` against the built binary
+//! (initialize, tools/list, a call of every tool). Skipped, saying so, when
+//! `python3 -c "import mcp"` fails. A second test speaks raw JSON-RPC and
+//! checks that stdout carries MCP frames only.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::process::Command;
+
+fn python() -> String {
+    std::env::var("MNEMO_TEST_PYTHON").unwrap_or_else(|_| "python3".to_string())
+}
+
+fn sdk_installed(python: &str) -> bool {
+    Command::new(python)
+        .args(["-c", "import mcp"])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+#[test]
+fn python_sdk_client_drives_every_tool() {
+    let python = python();
+    if !sdk_installed(&python) {
+        println!("SKIPPED: python mcp SDK not installed");
+        return;
+    }
+    let binary = assert_cmd::cargo::cargo_bin("mnemo");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../mnemo-mcp/tests/e2e/client.py");
+    let work = tempfile::tempdir().unwrap();
+    // The script gives the server its own MNEMO_HOME; HOME and XDG_DATA_HOME
+    // point into the temp dir too, so nothing can reach the real home.
+    let out = Command::new(&python)
+        .arg(&script)
+        .arg(&binary)
+        .arg(work.path())
+        .env("MNEMO_HOME", work.path().join("mnemo-home"))
+        .env("HOME", work.path())
+        .env("XDG_DATA_HOME", work.path().join("xdg"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "client.py failed ({})\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        out.status
+    );
+    assert!(stdout.contains(" passed, 0 failed"), "stdout:\n{stdout}");
+    println!("{}", stdout.trim());
+}
+
+/// Without any SDK: raw JSON-RPC lines in, and every line out is a JSON-RPC
+/// frame (nothing else reaches stdout); the server exits when stdin closes.
+#[test]
+fn raw_stdio_frames_only() {
+    use std::io::{Read, Write};
+    use std::process::Stdio;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    let home = tempfile::tempdir().unwrap();
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("mnemo"))
+        .arg("mcp")
+        .current_dir(home.path())
+        .env("MNEMO_HOME", home.path().join("mnemo-home"))
+        .env("HOME", home.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let requests = [
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"memory_search","arguments":{"query":"\"unbalanced NEAR(","top_k":500}}}"#,
+        r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"memory_store","arguments":{"value":"raw frame test"}}}"#,
+    ];
+    let mut stdin = child.stdin.take().unwrap();
+    for r in requests {
+        writeln!(stdin, "{r}").unwrap();
+    }
+    drop(stdin);
+    let mut stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut out = String::new();
+        let _ = stdout.read_to_string(&mut out);
+        let _ = tx.send(out);
+    });
+    let Ok(out) = rx.recv_timeout(Duration::from_secs(30)) else {
+        let _ = child.kill();
+        panic!("mnemo mcp did not exit after stdin closed");
+    };
+    assert!(child.wait().unwrap().success());
+    let frames: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a frame: {l:?}: {e}")))
+        .collect();
+    assert_eq!(frames.len(), 4, "{out}");
+    assert!(frames.iter().all(|f| f["jsonrpc"] == "2.0"));
+    // Answers may come in any order: find them by id.
+    let by_id = |id: i64| {
+        frames
+            .iter()
+            .find(|f| f["id"] == id)
+            .unwrap_or_else(|| panic!("no answer to request {id}: {out}"))
+    };
+    assert_eq!(by_id(1)["result"]["serverInfo"]["name"], "mnemo");
+    assert_eq!(by_id(2)["result"]["tools"].as_array().unwrap().len(), 8);
+    assert_eq!(by_id(3)["result"]["isError"], true);
+    assert!(
+        by_id(3)["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("top_k")
+    );
+    assert_eq!(by_id(4)["result"]["structuredContent"]["status"], "stored");
+}

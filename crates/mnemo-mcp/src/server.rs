@@ -1,0 +1,505 @@
+//! The MCP tools, routed by rmcp's `#[tool_router]`.
+//!
+//! Each tool takes a typed argument struct (its JSON Schema is generated
+//! from the type, unknown fields are refused) and answers either a result or
+//! a tool error (`isError: true`) whose text says what was wrong.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use mnemo_inline::{BatchItem, Inline, InlineArgs};
+use mnemo_model::Config;
+use mnemo_scrub::{ReplacementStyle, Scrubber};
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::{Json, Parameters};
+use rmcp::model::{Implementation, ServerCapabilities, ServerConfig};
+use rmcp::{ServerHandler, tool, tool_handler, tool_router};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::store::{
+    Forgotten, ListRequest, ListResult, Memory, MemoryStore, SearchRequest, SearchResults,
+    Selector, SqliteStore, StoreError, StoreRequest, StoreStats, Stored,
+};
+
+/// Largest `text` of `compress_inline` and `scrub`, in bytes.
+pub const MAX_TEXT_BYTES: usize = 4 * 1024 * 1024;
+/// Most files of one `batch`.
+pub const MAX_BATCH_FILES: usize = 100;
+/// Largest file read by `batch`, in bytes.
+pub const MAX_BATCH_FILE_BYTES: u64 = 4 * 1024 * 1024;
+
+const INSTRUCTIONS: &str = "mnemo keeps the working memory of multi-agent coding workflows small and secret-free. \
+compress_inline scores and compresses a summary (modes score, compress, stats, batch; scrubbing is automatic). \
+scrub redacts secrets from a text. memory_store persists a scrubbed memory (namespace, optional unique key, metadata); \
+memory_search ranks memories by full-text relevance (BM25) with optional recency decay; memory_recall, memory_list, \
+memory_forget and memory_stats manage them.";
+
+/// Where the memory store comes from.
+#[derive(Clone)]
+pub enum StoreSource {
+    /// Open (creating if needed) this SQLite file on the first memory call.
+    Path(PathBuf),
+    /// A store that is open already.
+    Ready(Arc<dyn MemoryStore>),
+    /// No data directory: the memory tools answer with an error saying so.
+    Unavailable,
+}
+
+impl std::fmt::Debug for StoreSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreSource::Path(p) => f.debug_tuple("Path").field(p).finish(),
+            StoreSource::Ready(_) => f.write_str("Ready(..)"),
+            StoreSource::Unavailable => f.write_str("Unavailable"),
+        }
+    }
+}
+
+/// The memory store, opened lazily: a server whose store cannot be opened
+/// still serves `compress_inline` and `scrub`, and retries on the next
+/// memory call.
+struct LazyStore {
+    path: Option<PathBuf>,
+    slot: Mutex<Option<Arc<dyn MemoryStore>>>,
+}
+
+impl LazyStore {
+    fn get(&self) -> Result<Arc<dyn MemoryStore>, StoreError> {
+        let mut slot = self.slot.lock().map_err(|_| StoreError::Poisoned)?;
+        if let Some(store) = slot.as_ref() {
+            return Ok(Arc::clone(store));
+        }
+        let path = self.path.as_deref().ok_or(StoreError::NoDataDir)?;
+        let store: Arc<dyn MemoryStore> = Arc::new(SqliteStore::open(path)?);
+        *slot = Some(Arc::clone(&store));
+        Ok(store)
+    }
+}
+
+/// Modes of `compress_inline` (those of Pantheon's `compress-inline.py`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum InlineMode {
+    /// Preview the priority score (JSON).
+    Score,
+    /// Scrub, score and compress `text`.
+    Compress,
+    /// Token estimate, lines and characters of `text` (JSON).
+    Stats,
+    /// Scrub and compress each file of `files`.
+    Batch,
+}
+
+/// Arguments of `compress_inline`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CompressInlineArgs {
+    /// Mode: score, compress, stats or batch.
+    pub mode: InlineMode,
+    /// The text (score, compress, stats); at most 4 MiB.
+    #[serde(default)]
+    pub text: String,
+    /// Files: for score and compress, the files the work touched (novelty); for batch, the files to compress, relative to the server's working directory and inside it (at most 100, 4 MiB each).
+    #[serde(default)]
+    pub files: Vec<String>,
+    /// Sending agent (e.g. hermes).
+    #[serde(default)]
+    pub from_agent: Option<String>,
+    /// Receiving agent (e.g. themis).
+    #[serde(default)]
+    pub to_agent: Option<String>,
+    /// The work unblocks others (score mode).
+    #[serde(default)]
+    pub blocker: bool,
+}
+
+/// Replacement style of `scrub`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ScrubStyle {
+    /// `[REDACTED:<rule-id>]`.
+    #[default]
+    Named,
+    /// What Pantheon's scrub-secrets.py writes (`[REDACTED]`, `[GITHUB TOKEN REDACTED]`, ...).
+    Pantheon,
+}
+
+/// Arguments of `scrub`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScrubArgs {
+    /// The text to scrub (at most 4 MiB).
+    pub text: String,
+    /// Replacement style (default named).
+    #[serde(default)]
+    pub style: ScrubStyle,
+}
+
+/// One redaction made by `scrub`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct RedactionOut {
+    /// The rule that fired (e.g. github-pat).
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Start byte offset in the input (inclusive).
+    pub start: usize,
+    /// End byte offset in the input (exclusive).
+    pub end: usize,
+    /// The text written instead.
+    pub replacement: String,
+}
+
+/// Answer of `scrub`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct ScrubOut {
+    /// The scrubbed text.
+    pub text: String,
+    /// The redactions, sorted by offset.
+    pub redactions: Vec<RedactionOut>,
+}
+
+/// Errors building the server.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    /// The configuration's scoring tables do not compile.
+    #[error("cannot compile the scoring tables: {0}")]
+    Config(String),
+}
+
+/// mnemo's MCP server.
+#[derive(Clone)]
+pub struct MnemoServer {
+    inline: Arc<Inline>,
+    store: Arc<LazyStore>,
+    root: PathBuf,
+    tool_router: ToolRouter<Self>,
+}
+
+impl std::fmt::Debug for MnemoServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MnemoServer")
+            .field("root", &self.root)
+            .field("store", &self.store.path)
+            .finish_non_exhaustive()
+    }
+}
+
+fn text_limit(field: &str, text: &str) -> Result<(), String> {
+    if text.len() > MAX_TEXT_BYTES {
+        Err(format!(
+            "`{field}` is {} bytes, more than {MAX_TEXT_BYTES}",
+            text.len()
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+fn store_err(tool: &str, e: StoreError) -> String {
+    format!("{tool}: {e}")
+}
+
+/// Words an I/O error as Python does (`[Errno 2] No such file or directory: 'p'`),
+/// so that batch output matches Pantheon's script.
+fn os_error_text(path: &str, e: &std::io::Error) -> String {
+    let text = e.to_string();
+    let plain = text
+        .find(" (os error ")
+        .map_or(text.as_str(), |i| &text[..i]);
+    match e.raw_os_error() {
+        Some(code) => format!("[Errno {code}] {plain}: '{path}'"),
+        None => format!("{plain}: '{path}'"),
+    }
+}
+
+fn read_batch_file(root: &Path, given: &str) -> BatchItem {
+    let failed = |message: String| BatchItem::Failed {
+        path: given.to_string(),
+        message,
+    };
+    let candidate = root.join(given);
+    let full = match candidate.canonicalize() {
+        Ok(p) => p,
+        Err(e) => return failed(os_error_text(given, &e)),
+    };
+    if !full.starts_with(root) {
+        return failed(format!(
+            "refused: '{given}' is outside the server's working directory"
+        ));
+    }
+    match std::fs::metadata(&full) {
+        Ok(m) if m.is_dir() => return failed(format!("[Errno 21] Is a directory: '{given}'")),
+        Ok(m) if m.len() > MAX_BATCH_FILE_BYTES => {
+            return failed(format!(
+                "refused: '{given}' is {} bytes, more than {MAX_BATCH_FILE_BYTES}",
+                m.len()
+            ));
+        }
+        Ok(_) => {}
+        Err(e) => return failed(os_error_text(given, &e)),
+    }
+    match std::fs::read(&full) {
+        Ok(bytes) => match String::from_utf8(bytes) {
+            Ok(content) => BatchItem::Read {
+                name: full
+                    .file_name()
+                    .map_or_else(|| given.to_string(), |n| n.to_string_lossy().into_owned()),
+                content,
+            },
+            Err(e) => {
+                let pos = e.utf8_error().valid_up_to();
+                let byte = e.as_bytes().get(pos).copied().unwrap_or(0);
+                failed(format!(
+                    "'utf-8' codec can't decode byte 0x{byte:02x} in position {pos}: invalid start byte"
+                ))
+            }
+        },
+        Err(e) => failed(os_error_text(given, &e)),
+    }
+}
+
+impl MnemoServer {
+    /// A server with the given configuration and memory store. Batch files
+    /// are read relative to (and only inside) the current working directory.
+    pub fn new(config: &Config, store: StoreSource) -> Result<Self, ServerError> {
+        let root = std::env::current_dir()
+            .and_then(|d| d.canonicalize())
+            .unwrap_or_else(|_| PathBuf::from("."));
+        Self::with_root(config, store, root)
+    }
+
+    /// [`MnemoServer::new`] with an explicit directory for batch files.
+    pub fn with_root(
+        config: &Config,
+        store: StoreSource,
+        root: PathBuf,
+    ) -> Result<Self, ServerError> {
+        let inline = Inline::new(config).map_err(|e| ServerError::Config(e.to_string()))?;
+        let root = root.canonicalize().unwrap_or(root);
+        let (path, slot) = match store {
+            StoreSource::Path(p) => (Some(p), None),
+            StoreSource::Ready(s) => (None, Some(s)),
+            StoreSource::Unavailable => (None, None),
+        };
+        Ok(MnemoServer {
+            inline: Arc::new(inline),
+            store: Arc::new(LazyStore {
+                path,
+                slot: Mutex::new(slot),
+            }),
+            root,
+            tool_router: Self::tool_router(),
+        })
+    }
+
+    /// The tool definitions (name, description, input schema), sorted by name.
+    pub fn tools(&self) -> Vec<rmcp::model::Tool> {
+        self.tool_router.list_all()
+    }
+
+    fn memory(&self, tool: &str) -> Result<Arc<dyn MemoryStore>, String> {
+        self.store.get().map_err(|e| store_err(tool, e))
+    }
+}
+
+#[tool_router(router = tool_router)]
+impl MnemoServer {
+    /// Pantheon's inline compression (seed §12) as a tool.
+    #[tool(
+        name = "compress_inline",
+        description = "Inline compression of agent context (drop-in for Pantheon's compress-inline.py). Modes: score (priority score as JSON), compress (scrub + score + compress `text` to a summary entry), stats (token/line/char counts as JSON), batch (scrub and compress each file of `files`, read relative to the server's working directory). Secrets are scrubbed automatically; source files are never modified.",
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    pub async fn compress_inline(
+        &self,
+        Parameters(args): Parameters<CompressInlineArgs>,
+    ) -> Result<String, String> {
+        text_limit("text", &args.text)?;
+        if args.files.len() > MAX_BATCH_FILES {
+            return Err(format!(
+                "`files` has {} entries, more than {MAX_BATCH_FILES}",
+                args.files.len()
+            ));
+        }
+        let scrubber = Scrubber::default_rules()
+            .map_err(|e| format!("cannot load the secret-scrubbing rules: {e}"))?;
+        let scrub = |s: &str| scrubber.scrub_with(s, ReplacementStyle::Pantheon).text;
+        let files = args.files.join(",");
+        let inline_args = InlineArgs {
+            text: &args.text,
+            files: (!args.files.is_empty()).then_some(files.as_str()),
+            from_agent: args.from_agent.as_deref(),
+            to_agent: args.to_agent.as_deref(),
+            blocker: args.blocker,
+        };
+        let out = match args.mode {
+            InlineMode::Score => self.inline.score(&inline_args),
+            InlineMode::Compress => self.inline.compress(&inline_args, &scrub),
+            InlineMode::Stats => Inline::stats(&args.text),
+            InlineMode::Batch => {
+                if args.files.is_empty() {
+                    return Err("`files` is required for batch mode".to_string());
+                }
+                let items: Vec<BatchItem> = args
+                    .files
+                    .iter()
+                    .map(|f| read_batch_file(&self.root, f))
+                    .collect();
+                self.inline.batch(&items, &inline_args, &scrub)
+            }
+        };
+        Ok(out)
+    }
+
+    /// Secret scrubbing (seed §13, Layer 2).
+    #[tool(
+        name = "scrub",
+        description = "Redact secrets (API keys, tokens, private keys, passwords, connection strings, ...) from a text. Returns the scrubbed text and the redactions with byte offsets into the input.",
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    pub async fn scrub(
+        &self,
+        Parameters(args): Parameters<ScrubArgs>,
+    ) -> Result<Json<ScrubOut>, String> {
+        text_limit("text", &args.text)?;
+        let scrubber = Scrubber::default_rules()
+            .map_err(|e| format!("cannot load the secret-scrubbing rules: {e}"))?;
+        let style = match args.style {
+            ScrubStyle::Named => ReplacementStyle::Named,
+            ScrubStyle::Pantheon => ReplacementStyle::Pantheon,
+        };
+        let out = scrubber.scrub_with(&args.text, style);
+        Ok(Json(ScrubOut {
+            text: out.text,
+            redactions: out
+                .redactions
+                .into_iter()
+                .map(|r| RedactionOut {
+                    kind: r.rule,
+                    start: r.start,
+                    end: r.end,
+                    replacement: r.replacement,
+                })
+                .collect(),
+        }))
+    }
+
+    /// Stores a memory.
+    #[tool(
+        name = "memory_store",
+        description = "Persist a memory. The value and every metadata string are scrubbed of secrets before anything is written; the answer says how many redactions were made. `key` is optional and unique per namespace: storing an existing key is an error, never an overwrite.",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = false
+        )
+    )]
+    pub async fn memory_store(
+        &self,
+        Parameters(req): Parameters<StoreRequest>,
+    ) -> Result<Json<Stored>, String> {
+        let store = self.memory("memory_store")?;
+        store
+            .store(req)
+            .map(Json)
+            .map_err(|e| store_err("memory_store", e))
+    }
+
+    /// Searches memories.
+    #[tool(
+        name = "memory_search",
+        description = "Full-text search of the memories of a namespace, ranked by BM25 relevance (higher score is better), optionally multiplied by a recency decay 0.5^(age_days / recency_half_life_days). top_k: 1-50, default 5 (larger is an error). The query is plain words: no search syntax.",
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    pub async fn memory_search(
+        &self,
+        Parameters(req): Parameters<SearchRequest>,
+    ) -> Result<Json<SearchResults>, String> {
+        let store = self.memory("memory_search")?;
+        store
+            .search(&req)
+            .map(Json)
+            .map_err(|e| store_err("memory_search", e))
+    }
+
+    /// Recalls one memory.
+    #[tool(
+        name = "memory_recall",
+        description = "Return one memory, by `id` or by `key` (in `namespace`, default \"default\"). Give exactly one of id and key.",
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    pub async fn memory_recall(
+        &self,
+        Parameters(sel): Parameters<Selector>,
+    ) -> Result<Json<Memory>, String> {
+        let store = self.memory("memory_recall")?;
+        store
+            .recall(&sel)
+            .map(Json)
+            .map_err(|e| store_err("memory_recall", e))
+    }
+
+    /// Lists memories.
+    #[tool(
+        name = "memory_list",
+        description = "List the memories of a namespace, newest first, optionally only those whose key starts with `prefix`. limit: 1-500, default 50 (larger is an error). Entries carry a 120-character preview; use memory_recall for the full value.",
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    pub async fn memory_list(
+        &self,
+        Parameters(req): Parameters<ListRequest>,
+    ) -> Result<Json<ListResult>, String> {
+        let store = self.memory("memory_list")?;
+        store
+            .list(&req)
+            .map(Json)
+            .map_err(|e| store_err("memory_list", e))
+    }
+
+    /// Deletes a memory.
+    #[tool(
+        name = "memory_forget",
+        description = "Delete one memory, by `id` or by `key` (in `namespace`, default \"default\"). Give exactly one of id and key. The bytes are overwritten on disk.",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    pub async fn memory_forget(
+        &self,
+        Parameters(sel): Parameters<Selector>,
+    ) -> Result<Json<Forgotten>, String> {
+        let store = self.memory("memory_forget")?;
+        store
+            .forget(&sel)
+            .map(Json)
+            .map_err(|e| store_err("memory_forget", e))
+    }
+
+    /// Store statistics.
+    #[tool(
+        name = "memory_stats",
+        description = "Count memories per namespace and report the database location and size.",
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    pub async fn memory_stats(&self) -> Result<Json<StoreStats>, String> {
+        let store = self.memory("memory_stats")?;
+        store
+            .stats()
+            .map(Json)
+            .map_err(|e| store_err("memory_stats", e))
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for MnemoServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("mnemo", env!("CARGO_PKG_VERSION")))
+            .with_instructions(INSTRUCTIONS)
+    }
+}
