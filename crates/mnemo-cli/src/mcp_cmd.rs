@@ -7,14 +7,14 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use mnemo_mcp::{MnemoServer, StoreSource, store};
+use mnemo_mcp::{BankContext, MnemoServer, StoreSource, store};
 
 use crate::Global;
-use crate::io_util::load_config;
+use crate::io_util::{config_relative, load_config};
 
 /// Runs `mnemo mcp` until the client closes standard input.
 pub fn run(global: &Global) -> Result<ExitCode> {
-    let (config, _) = load_config(global.config.as_deref())?;
+    let (config, config_path) = load_config(global.config.as_deref())?;
     // Without a data directory the memory tools answer with that error; the
     // other tools still work.
     let db = store::default_db_path();
@@ -22,7 +22,18 @@ pub fn run(global: &Global) -> Result<ExitCode> {
         Ok(path) => StoreSource::Path(path.clone()),
         Err(_) => StoreSource::Unavailable,
     };
-    let server = MnemoServer::new(&config, source).context("cannot start the MCP server")?;
+    let bank = BankContext {
+        root: global
+            .bank
+            .clone()
+            .unwrap_or_else(|| config_relative(config_path.as_deref(), &config.paths.bank)),
+        learnings: config_relative(config_path.as_deref(), &config.paths.learnings),
+        config: config.clone(),
+        policy: mnemo_guardian::Policy::default(),
+    };
+    let server = MnemoServer::new(&config, source)
+        .context("cannot start the MCP server")?
+        .with_bank(bank);
     if !global.quiet {
         let where_ = match &db {
             Ok(p) => p.display().to_string(),

@@ -109,7 +109,7 @@ fn raw_stdio_frames_only() {
             .unwrap_or_else(|| panic!("no answer to request {id}: {out}"))
     };
     assert_eq!(by_id(1)["result"]["serverInfo"]["name"], "mnemo");
-    assert_eq!(by_id(2)["result"]["tools"].as_array().unwrap().len(), 8);
+    assert_eq!(by_id(2)["result"]["tools"].as_array().unwrap().len(), 10);
     assert_eq!(by_id(3)["result"]["isError"], true);
     assert!(
         by_id(3)["result"]["content"][0]["text"]

@@ -22,7 +22,7 @@
 pub mod server;
 pub mod store;
 
-pub use server::{MnemoServer, ServerError, StoreSource};
+pub use server::{BankContext, MnemoServer, ServerError, StoreSource};
 pub use store::{MemoryStore, SqliteStore, StoreError};
 /// The async runtime the server runs on, for callers that start it.
 pub use tokio;

@@ -33,7 +33,8 @@ const INSTRUCTIONS: &str = "mnemo keeps the working memory of multi-agent coding
 compress_inline scores and compresses a summary (modes score, compress, stats, batch; scrubbing is automatic). \
 scrub redacts secrets from a text. memory_store persists a scrubbed memory (namespace, optional unique key, metadata); \
 memory_search ranks memories by full-text relevance (BM25) with optional recency decay; memory_recall, memory_list, \
-memory_forget and memory_stats manage them.";
+memory_forget and memory_stats manage them. gate runs the phase gate over a batch of summaries (the Guardian is asked first; \
+everything written is scrubbed) and handoff returns the next agent's prompt block.";
 
 /// Where the memory store comes from.
 #[derive(Clone)]
@@ -167,10 +168,97 @@ pub enum ServerError {
     Config(String),
 }
 
+/// The memory bank the `gate` and `handoff` tools work on.
+#[derive(Debug, Clone)]
+pub struct BankContext {
+    /// Bank root (`paths.bank`).
+    pub root: PathBuf,
+    /// Learnings root (`paths.learnings`).
+    pub learnings: PathBuf,
+    /// The configuration the gate scores and compresses with.
+    pub config: Config,
+    /// The Guardian's policy.
+    pub policy: mnemo_guardian::Policy,
+}
+
+/// Arguments of `gate`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GateArgs {
+    /// Phase label (`1`, `2a`).
+    #[schemars(length(min = 1, max = 32))]
+    pub phase: String,
+    /// Sending agent(s) of the phase.
+    #[serde(default)]
+    pub from: Vec<String>,
+    /// Receiving (next) agent(s).
+    #[serde(default)]
+    pub to: Vec<String>,
+    /// Planned phases of the feature (the per-phase budget is 100 / phases).
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 1000))]
+    pub phases: Option<u32>,
+    /// Date, `YYYY-MM-DD` (default: today, UTC).
+    #[serde(default)]
+    #[schemars(regex(pattern = r"^\d{4}-\d{2}-\d{2}$"))]
+    pub date: Option<String>,
+    /// Feature name.
+    #[serde(default)]
+    pub feature: Option<String>,
+    /// Summaries given inline: markdown `## subtask_summary` blocks, JSON or YAML.
+    #[serde(default)]
+    pub summaries: Vec<SummaryText>,
+    /// Summary files, read relative to (and only inside) the server's working directory.
+    #[serde(default)]
+    pub files: Vec<String>,
+}
+
+/// A summary given inline to `gate`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SummaryText {
+    /// A name for messages; its extension tells the format (`hermes.json`, `phase.md`).
+    pub name: String,
+    /// The summary text.
+    pub text: String,
+}
+
+/// What `gate` did.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct GateOut {
+    /// The confirmation line (`Compression complete: …`).
+    pub confirmation: String,
+    /// Entries compressed.
+    pub entries: usize,
+    /// Cross-references added to the index.
+    pub xrefs_added: usize,
+    /// Summaries the preflight skipped, with the reason.
+    pub skipped: Vec<String>,
+    /// Budget flags (overflow, escalation, overrun).
+    pub flags: Vec<String>,
+    /// The C7 trim log line, when the section went over its cap.
+    pub trim: Option<String>,
+    /// Bank files that changed.
+    pub changed: Vec<String>,
+}
+
+/// Arguments of `handoff`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HandoffArgs {
+    /// The phase that just ended.
+    #[schemars(length(min = 1, max = 32))]
+    pub phase: String,
+    /// Feature whose learnings to include.
+    #[serde(default)]
+    pub feature: Option<String>,
+}
+
 /// mnemo's MCP server.
 #[derive(Clone)]
 pub struct MnemoServer {
     inline: Arc<Inline>,
+    bank: Option<Arc<BankContext>>,
     store: Arc<LazyStore>,
     root: PathBuf,
     tool_router: ToolRouter<Self>,
@@ -284,12 +372,25 @@ impl MnemoServer {
         };
         Ok(MnemoServer {
             inline: Arc::new(inline),
+            bank: None,
             store: Arc::new(LazyStore {
                 path,
                 slot: Mutex::new(slot),
             }),
             root,
             tool_router: Self::tool_router(),
+        })
+    }
+
+    /// Lets the `gate` and `handoff` tools work on this bank.
+    pub fn with_bank(mut self, bank: BankContext) -> Self {
+        self.bank = Some(Arc::new(bank));
+        self
+    }
+
+    fn bank(&self, tool: &str) -> Result<Arc<BankContext>, String> {
+        self.bank.clone().ok_or_else(|| {
+            format!("{tool}: no memory bank is configured for this server (start it with `mnemo mcp` in the project)")
         })
     }
 
@@ -478,6 +579,105 @@ impl MnemoServer {
             .forget(&sel)
             .map(Json)
             .map_err(|e| store_err("memory_forget", e))
+    }
+
+    /// The phase gate (C1–C3) over a batch of summaries.
+    #[tool(
+        name = "gate",
+        description = "Phase gate (C1-C3): score a batch of subtask summaries (inline texts and/or files), ask the Guardian whether compaction is allowed, allocate the line budget, and write the memory bank (Completed Phases, progress log, cross-reference index, ZZ artifact) atomically. Everything written is scrubbed; re-running with the same input changes nothing. Returns the confirmation line and what was skipped or flagged.",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    pub async fn gate(
+        &self,
+        Parameters(args): Parameters<GateArgs>,
+    ) -> Result<Json<GateOut>, String> {
+        let bank = self.bank("gate")?;
+        if args.summaries.is_empty() && args.files.is_empty() {
+            return Err("gate: give at least one summary in `summaries` or `files`".to_string());
+        }
+        if args.summaries.len() + args.files.len() > MAX_BATCH_FILES {
+            return Err(format!("gate: more than {MAX_BATCH_FILES} summaries"));
+        }
+        let mut inputs = Vec::new();
+        for s in &args.summaries {
+            text_limit("summaries[].text", &s.text)?;
+            inputs.push(mnemo_bank::ops::Input {
+                name: s.name.clone(),
+                text: s.text.clone(),
+            });
+        }
+        for f in &args.files {
+            match read_batch_file(&self.root, f) {
+                BatchItem::Read { content, .. } => inputs.push(mnemo_bank::ops::Input {
+                    name: f.clone(),
+                    text: content,
+                }),
+                BatchItem::Failed { message, .. } => return Err(format!("gate: {message}")),
+            }
+        }
+        let date = match args.date {
+            Some(d) if mnemo_bank::layout::is_date(&d) => d,
+            Some(d) => return Err(format!("gate: `date` {d:?} is not a date (YYYY-MM-DD)")),
+            None => mnemo_bank::layout::today_utc(),
+        };
+        let opts = mnemo_bank::GateOptions {
+            phase: args.phase,
+            from: args.from,
+            to: args.to,
+            phases: args.phases,
+            date,
+            feature: args.feature,
+            policy: bank.policy.clone(),
+            trigger: mnemo_guardian::Trigger::FrameworkInitiated,
+            lock_timeout: mnemo_bank::ops::LOCK_TIMEOUT,
+        };
+        let run = tokio::task::spawn_blocking(move || {
+            let b = mnemo_bank::Bank::new(&bank.root);
+            mnemo_bank::gate(&b, &bank.config, &opts, &inputs)
+        })
+        .await
+        .map_err(|e| format!("gate: the gate task failed: {e}"))?;
+        let r = run.map_err(|e| format!("gate: {e}"))?;
+        Ok(Json(GateOut {
+            confirmation: r.confirmation,
+            entries: r.entries,
+            xrefs_added: r.xrefs_added,
+            skipped: r.skipped,
+            flags: r.flags,
+            trim: r.trim,
+            changed: r.changed,
+        }))
+    }
+
+    /// The next agent's prompt block (§15).
+    #[tool(
+        name = "handoff",
+        description = "The next agent's prompt block for the phase that just ended: the feature's learnings and the ZZ context artifact written by `gate`.",
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    pub async fn handoff(
+        &self,
+        Parameters(args): Parameters<HandoffArgs>,
+    ) -> Result<String, String> {
+        let bank = self.bank("handoff")?;
+        tokio::task::spawn_blocking(move || {
+            let b = mnemo_bank::Bank::new(&bank.root);
+            mnemo_bank::handoff(
+                &b,
+                &bank.learnings,
+                &args.phase,
+                args.feature.as_deref(),
+                mnemo_bank::ops::LOCK_TIMEOUT,
+            )
+        })
+        .await
+        .map_err(|e| format!("handoff: the task failed: {e}"))?
+        .map_err(|e| format!("handoff: {e}"))
     }
 
     /// Store statistics.

@@ -75,6 +75,8 @@ async fn lists_every_tool_with_precise_schemas() {
         names,
         vec![
             "compress_inline",
+            "gate",
+            "handoff",
             "memory_forget",
             "memory_list",
             "memory_recall",
@@ -220,5 +222,82 @@ async fn a_store_that_cannot_be_opened_is_a_tool_error() {
     let h = harness_with(StoreSource::Path(blocker.join("memory.sqlite3"))).await;
     let e = err(&call(&h, "memory_store", json!({"value": "x"})).await);
     assert!(e.contains("cannot open the memory store"), "{e}");
+    h.client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn gate_and_handoff_write_and_read_the_bank() {
+    let dir = tempfile::tempdir().unwrap();
+    let bank_root = dir.path().join("bank");
+    mnemo_bank::init_bank(&bank_root).unwrap();
+    let config = Config::default();
+    let server =
+        MnemoServer::with_root(&config, StoreSource::Unavailable, dir.path().to_path_buf())
+            .unwrap()
+            .with_bank(mnemo_mcp::BankContext {
+                root: bank_root.clone(),
+                learnings: dir.path().join("learnings"),
+                config: config.clone(),
+                policy: mnemo_guardian::Policy::default(),
+            });
+    let (server_io, client_io) = tokio::io::duplex(1 << 20);
+    tokio::spawn(async move {
+        if let Ok(running) = server.serve(server_io).await {
+            let _ = running.waiting().await;
+        }
+    });
+    let client = ().serve(client_io).await.unwrap();
+    let h = Harness { client, _dir: dir };
+    let summary = json!({
+        "agent": "demeter",
+        "summary": "Migration 0014 adds new table orders with a foreign key to users.",
+        "files_changed": ["backend/migrations/0014_create_orders.py"],
+        "status": "complete",
+        "to": "hermes"
+    })
+    .to_string();
+    let args = json!({
+        "phase": "1",
+        "from": ["demeter"],
+        "to": ["hermes"],
+        "date": "2026-11-30",
+        "summaries": [{"name": "demeter.json", "text": summary}]
+    });
+    let first = ok(&call(&h, "gate", args.clone()).await);
+    assert_eq!(first["entries"], 1, "{first}");
+    assert!(
+        first["confirmation"]
+            .as_str()
+            .unwrap()
+            .starts_with("Compression complete: 1 entries compressed (1 CRITICAL, 0 HIGH)")
+    );
+    let active = std::fs::read_to_string(bank_root.join("01-active-context.md")).unwrap();
+    assert!(active.contains("orders"), "{active}");
+    // Same input again: nothing changes.
+    let again = ok(&call(&h, "gate", args).await);
+    assert_eq!(again["changed"], json!([]), "{again}");
+    let prompt = text(&call(&h, "handoff", json!({"phase": "1"})).await);
+    assert!(
+        prompt.contains("## Compressed Context (Phase 1 → Phase 2)"),
+        "{prompt}"
+    );
+    // Bad input is a tool error, not a crash.
+    let e = err(&call(
+        &h,
+        "gate",
+        json!({"phase": "1", "summaries": [{"name": "x.json", "text": "{"}]}),
+    )
+    .await);
+    assert!(e.contains("x.json"), "{e}");
+    let e = err(&call(&h, "handoff", json!({"phase": "9"})).await);
+    assert!(e.contains("no ZZ artifact"), "{e}");
+    h.client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn gate_without_a_bank_says_so() {
+    let h = harness().await;
+    let e = err(&call(&h, "gate", json!({"phase": "1", "files": ["notes.md"]})).await);
+    assert!(e.contains("no memory bank"), "{e}");
     h.client.cancel().await.unwrap();
 }

@@ -23,6 +23,8 @@ from mcp.client.stdio import stdio_client
 
 EXPECTED_TOOLS = {
     "compress_inline",
+    "gate",
+    "handoff",
     "scrub",
     "memory_store",
     "memory_search",
@@ -120,6 +122,30 @@ async def run(binary, workdir):
                 schemas["scrub"].get("additionalProperties") is False,
                 "unknown arguments are refused by the schema",
             )
+
+            # gate and handoff: the phase gate writes the bank in the server's
+            # working directory; the same input again changes nothing.
+            summary = json.dumps({
+                "agent": "hermes",
+                "summary": "Added POST /api/v1/orders returning 201; token " + pat + " configured",
+                "files_changed": ["backend/routers/orders.py"],
+                "status": "complete",
+            })
+            gate_args = {"phase": "1", "from": ["hermes"], "to": ["aphrodite"], "date": "2026-11-30",
+                         "summaries": [{"name": "hermes.json", "text": summary}]}
+            gated = structured(await call_ok(session, "gate", gate_args))
+            check(gated["confirmation"].startswith("Compression complete: 1 entries compressed"), f"gate: {gated}")
+            again = structured(await call_ok(session, "gate", gate_args))
+            check(again["changed"] == [], f"gate is idempotent: {again}")
+            bank_dir = os.path.join(workdir, ".pantheon", "memory-bank")
+            for root, _dirs, files in os.walk(bank_dir):
+                for name in files:
+                    with open(os.path.join(root, name), "rb") as fh:
+                        check(pat.encode() not in fh.read(), f"secret reached the bank in {name}")
+            prompt = text_of(await call_ok(session, "handoff", {"phase": "1"}))
+            check("## Compressed Context (Phase 1 → Phase 2)" in prompt, f"handoff: {prompt[:200]}")
+            bad = await session.call_tool("gate", {"phase": "1"})
+            check(is_error(bad), "gate without summaries is a tool error")
 
             # compress_inline: every mode prints what `mnemo inline` prints.
             text = "Added JWT auth endpoint with refresh token rotation"
