@@ -115,6 +115,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 date: "2026-06-20".into(),
                 feature: Some("bench".into()),
                 policy: Policy::default(),
+                guardian_url: None,
                 trigger: Trigger::FrameworkInitiated,
                 lock_timeout: Duration::from_secs(30),
             };

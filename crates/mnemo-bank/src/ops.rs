@@ -114,8 +114,11 @@ pub struct GateOptions {
     pub date: String,
     /// Feature name (By Feature row of the index).
     pub feature: Option<String>,
-    /// The Guardian's policy.
+    /// The Guardian's policy (in process).
     pub policy: Policy,
+    /// A remote Guardian (`mnemo guard http`) to ask instead of deciding in
+    /// process; when it cannot be reached nothing is compacted (fail closed).
+    pub guardian_url: Option<String>,
     /// What triggered the compaction.
     pub trigger: Trigger,
     /// Lock wait.
@@ -393,7 +396,17 @@ fn gate_with(
     }
     check_batch_keys(&records, opts)?;
     // Ask the Guardian before compacting anything.
-    let decision = check_compaction(&opts.policy, &entry_provenance(&records), opts.trigger);
+    let entries = entry_provenance(&records);
+    let decision = match &opts.guardian_url {
+        None => check_compaction(&opts.policy, &entries, opts.trigger),
+        Some(url) => mnemo_guardian::client::RemoteGuardian::new(url)
+            .and_then(|g| g.check_compaction(&entries, opts.trigger))
+            .map_err(|e| {
+                BankError::Refused(format!(
+                    "cannot ask the Guardian, so nothing was compacted: {e}"
+                ))
+            })?,
+    };
     if !decision.allowed() {
         return Err(BankError::Denied {
             reasoning: decision.reasoning,

@@ -36,6 +36,7 @@ fn opts(phase: &str, from: &[&str], to: &[&str]) -> GateOptions {
         date: "2026-06-20".into(),
         feature: Some("auth".into()),
         policy: Policy::default(),
+        guardian_url: None,
         trigger: Trigger::FrameworkInitiated,
         lock_timeout: T,
     }

@@ -43,6 +43,15 @@ pub struct GateArgs {
     /// Guardian policy (TOML; default: the built-in policy).
     #[arg(long, value_name = "FILE")]
     policy: Option<PathBuf>,
+    /// Ask a remote Guardian (`mnemo guard http`) instead of deciding in
+    /// process, e.g. `http://127.0.0.1:7717`; unreachable means nothing is compacted.
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "MNEMO_GUARDIAN_URL",
+        conflicts_with = "policy"
+    )]
+    guardian_url: Option<String>,
     /// Subtask summaries (markdown, JSON or YAML; `-` for standard input).
     #[arg(value_name = "SUMMARY", required = true)]
     summaries: Vec<PathBuf>,
@@ -72,6 +81,15 @@ pub struct CompressArgs {
     /// Guardian policy (TOML).
     #[arg(long, value_name = "FILE")]
     policy: Option<PathBuf>,
+    /// Ask a remote Guardian (`mnemo guard http`) instead of deciding in
+    /// process, e.g. `http://127.0.0.1:7717`; unreachable means nothing is compacted.
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "MNEMO_GUARDIAN_URL",
+        conflicts_with = "policy"
+    )]
+    guardian_url: Option<String>,
     /// Further summary files to compress besides those in `.tmp/`.
     #[arg(value_name = "FILE")]
     files: Vec<PathBuf>,
@@ -218,6 +236,7 @@ pub fn gate(args: GateArgs, global: &Global) -> Result<ExitCode> {
         date: date_or_today(args.date)?,
         feature: args.feature,
         policy: load_policy(args.policy.as_deref())?,
+        guardian_url: args.guardian_url.clone(),
         trigger: Trigger::FrameworkInitiated,
         lock_timeout: LOCK_TIMEOUT,
     };
@@ -238,6 +257,7 @@ pub fn compress(args: CompressArgs, global: &Global) -> Result<ExitCode> {
         date: date_or_today(args.date)?,
         feature: args.feature,
         policy: load_policy(args.policy.as_deref())?,
+        guardian_url: args.guardian_url.clone(),
         trigger: Trigger::Manual,
         lock_timeout: LOCK_TIMEOUT,
     };

@@ -74,7 +74,40 @@ pub struct Summary {
     pub body: Body,
 }
 
+/// Collapses every whitespace run (line breaks included) to one space, so
+/// that each summary field stays one markdown line whatever the input holds.
+fn one_line(s: &mut String) {
+    if s.contains(|c: char| c.is_whitespace() && c != ' ') || s.contains("  ") {
+        *s = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    }
+}
+
 impl Summary {
+    /// Makes every field a single line (see [`one_line`]).
+    fn single_lines(&mut self) {
+        one_line(&mut self.title);
+        match &mut self.body {
+            Body::Critical {
+                what,
+                to_next,
+                gotcha,
+            } => {
+                one_line(what);
+                one_line(to_next);
+                one_line(gotcha);
+            }
+            Body::High { what, to_next } => {
+                one_line(what);
+                one_line(to_next);
+            }
+            Body::Standard { sentence, files } => {
+                one_line(sentence);
+                one_line(files);
+            }
+            Body::Aggressive { files } => one_line(files),
+        }
+    }
+
     /// The body's lines, without labels (1 to 3).
     pub fn lines(&self) -> Vec<&str> {
         match &self.body {
@@ -210,7 +243,9 @@ impl<'c> DeterministicSummarizer<'c> {
                 files: file_list(&r.files_changed),
             },
         };
-        Summary { title, body }
+        let mut summary = Summary { title, body };
+        summary.single_lines();
+        summary
     }
 
     fn include(&self, req: &SummaryRequest<'_>) -> Vec<String> {

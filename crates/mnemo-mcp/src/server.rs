@@ -633,6 +633,7 @@ impl MnemoServer {
             date,
             feature: args.feature,
             policy: bank.policy.clone(),
+            guardian_url: None,
             trigger: mnemo_guardian::Trigger::FrameworkInitiated,
             lock_timeout: mnemo_bank::ops::LOCK_TIMEOUT,
         };
