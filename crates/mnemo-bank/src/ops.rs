@@ -146,10 +146,6 @@ pub struct GateReport {
     pub recovery: Recovery,
 }
 
-fn to_guardian_origin(o: mnemo_model::Origin) -> GOrigin {
-    GOrigin::parse(o.as_str()).unwrap_or(GOrigin::External)
-}
-
 /// The Guardian's view of the records: each record is an entry; without
 /// provenance (or without origins) it is the orchestrator's own (`system`).
 pub fn entry_provenance(records: &[(String, SummaryRecord)]) -> Vec<EntryProvenance> {
@@ -164,13 +160,7 @@ pub fn entry_provenance(records: &[(String, SummaryRecord)]) -> Vec<EntryProvena
                     provenance: p
                         .origins
                         .iter()
-                        .map(|o| {
-                            GProvenance::new(
-                                format!("{step}:{}", o.as_str()),
-                                to_guardian_origin(*o),
-                                None,
-                            )
-                        })
+                        .map(|o| GProvenance::new(format!("{step}:{}", o.as_str()), *o, None))
                         .collect(),
                 },
                 _ => EntryProvenance::single(

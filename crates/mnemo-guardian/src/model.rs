@@ -7,56 +7,9 @@ use serde_json::{Map, Value};
 /// The ACS version this Guardian speaks.
 pub const ACS_VERSION: &str = "0.1.0";
 
-/// Where data entered the system (`provenance.json#/properties/origin`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Origin {
-    /// Typed by the user.
-    UserInput,
-    /// System prompt or framework.
-    System,
-    /// A tool's result.
-    ToolOutput,
-    /// Retrieved from a knowledge source.
-    Retrieved,
-    /// Produced by the agent (its trust is the minimum of its lineage).
-    AgentGenerated,
-    /// Received from another agent.
-    A2aInbound,
-    /// Anything else from outside.
-    External,
-}
-
-impl Origin {
-    /// All origins, in schema order.
-    pub const ALL: [Origin; 7] = [
-        Origin::UserInput,
-        Origin::System,
-        Origin::ToolOutput,
-        Origin::Retrieved,
-        Origin::AgentGenerated,
-        Origin::A2aInbound,
-        Origin::External,
-    ];
-
-    /// The wire name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Origin::UserInput => "user_input",
-            Origin::System => "system",
-            Origin::ToolOutput => "tool_output",
-            Origin::Retrieved => "retrieved",
-            Origin::AgentGenerated => "agent_generated",
-            Origin::A2aInbound => "a2a_inbound",
-            Origin::External => "external",
-        }
-    }
-
-    /// Parses a wire name.
-    pub fn parse(s: &str) -> Option<Origin> {
-        Origin::ALL.into_iter().find(|o| o.as_str() == s)
-    }
-}
+/// Where data entered the system (`provenance.json#/properties/origin`):
+/// one type for the whole workspace, defined with the summary model.
+pub use mnemo_model::Origin;
 
 /// A provenance node (`provenance.json`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
