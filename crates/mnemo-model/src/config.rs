@@ -332,6 +332,15 @@ impl Config {
             line,
             message,
         };
+        if text.trim().is_empty() {
+            // No user file: the built-in document straight into the types.
+            let config: Config = toml::from_str(DEFAULT_CONFIG_TOML).map_err(|e| {
+                err(None, None, format!("built-in configuration: {}", e.message()))
+            })?;
+            return config
+                .validated()
+                .map_err(|(path, message)| err(Some(path), None, message));
+        }
         let mut base: toml::Table = DEFAULT_CONFIG_TOML.parse().map_err(|e: toml::de::Error| {
             err(
                 None,
