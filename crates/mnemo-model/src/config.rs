@@ -335,7 +335,11 @@ impl Config {
         if text.trim().is_empty() {
             // No user file: the built-in document straight into the types.
             let config: Config = toml::from_str(DEFAULT_CONFIG_TOML).map_err(|e| {
-                err(None, None, format!("built-in configuration: {}", e.message()))
+                err(
+                    None,
+                    None,
+                    format!("built-in configuration: {}", e.message()),
+                )
             })?;
             return config
                 .validated()
