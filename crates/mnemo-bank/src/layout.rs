@@ -102,23 +102,7 @@ pub fn today_utc() -> String {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let days = i64::try_from(secs / 86_400).unwrap_or(0);
-    let (y, m, d) = civil_from_days(days);
-    format!("{y:04}-{m:02}-{d:02}")
-}
-
-/// Howard Hinnant's `civil_from_days`.
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = u32::try_from(doy - (153 * mp + 2) / 5 + 1).unwrap_or(1);
-    let m = u32::try_from(if mp < 10 { mp + 3 } else { mp - 9 }).unwrap_or(1);
-    (if m <= 2 { y + 1 } else { y }, m, d)
+    mnemo_model::date::format_date(i64::try_from(secs / 86_400).unwrap_or(0))
 }
 
 /// Whether `s` can name a phase in a file name (`1`, `2a`, `final`): ASCII
@@ -150,6 +134,7 @@ pub fn is_date(s: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mnemo_model::date::civil_from_days;
 
     #[test]
     fn dates() {

@@ -40,6 +40,17 @@ pub struct GateArgs {
     /// Feature name (adds a By Feature row to the cross-reference index).
     #[arg(long, value_name = "F")]
     feature: Option<String>,
+    /// Who decides whether compaction is allowed.
+    #[command(flatten)]
+    guardian: GuardianArgs,
+    /// Subtask summaries (markdown, JSON or YAML; `-` for standard input).
+    #[arg(value_name = "SUMMARY", required = true)]
+    summaries: Vec<PathBuf>,
+}
+
+/// The Guardian that `gate` and `compress` ask before compacting.
+#[derive(Debug, Args)]
+pub struct GuardianArgs {
     /// Guardian policy (TOML; default: the built-in policy).
     #[arg(long, value_name = "FILE")]
     policy: Option<PathBuf>,
@@ -52,9 +63,6 @@ pub struct GateArgs {
         conflicts_with = "policy"
     )]
     guardian_url: Option<String>,
-    /// Subtask summaries (markdown, JSON or YAML; `-` for standard input).
-    #[arg(value_name = "SUMMARY", required = true)]
-    summaries: Vec<PathBuf>,
 }
 
 /// Arguments of `mnemo compress`.
@@ -78,18 +86,9 @@ pub struct CompressArgs {
     /// Feature name.
     #[arg(long, value_name = "F")]
     feature: Option<String>,
-    /// Guardian policy (TOML).
-    #[arg(long, value_name = "FILE")]
-    policy: Option<PathBuf>,
-    /// Ask a remote Guardian (`mnemo guard http`) instead of deciding in
-    /// process, e.g. `http://127.0.0.1:7717`; unreachable means nothing is compacted.
-    #[arg(
-        long,
-        value_name = "URL",
-        env = "MNEMO_GUARDIAN_URL",
-        conflicts_with = "policy"
-    )]
-    guardian_url: Option<String>,
+    /// Who decides whether compaction is allowed.
+    #[command(flatten)]
+    guardian: GuardianArgs,
     /// Further summary files to compress besides those in `.tmp/`.
     #[arg(value_name = "FILE")]
     files: Vec<PathBuf>,
@@ -235,8 +234,8 @@ pub fn gate(args: GateArgs, global: &Global) -> Result<ExitCode> {
         phases: args.phases,
         date: date_or_today(args.date)?,
         feature: args.feature,
-        policy: load_policy(args.policy.as_deref())?,
-        guardian_url: args.guardian_url.clone(),
+        policy: load_policy(args.guardian.policy.as_deref())?,
+        guardian_url: args.guardian.guardian_url,
         trigger: Trigger::FrameworkInitiated,
         lock_timeout: LOCK_TIMEOUT,
     };
@@ -256,8 +255,8 @@ pub fn compress(args: CompressArgs, global: &Global) -> Result<ExitCode> {
         phases: args.phases,
         date: date_or_today(args.date)?,
         feature: args.feature,
-        policy: load_policy(args.policy.as_deref())?,
-        guardian_url: args.guardian_url.clone(),
+        policy: load_policy(args.guardian.policy.as_deref())?,
+        guardian_url: args.guardian.guardian_url,
         trigger: Trigger::Manual,
         lock_timeout: LOCK_TIMEOUT,
     };

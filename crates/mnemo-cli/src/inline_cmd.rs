@@ -9,7 +9,9 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
-use mnemo_inline::{BatchItem, Inline, InlineArgs, split_files};
+use mnemo_inline::{
+    BatchItem, Inline, InlineArgs, python_os_error, python_utf8_error, split_files,
+};
 use mnemo_scrub::{ReplacementStyle, Scrubber};
 
 use crate::Global;
@@ -51,24 +53,6 @@ pub struct InlineCmd {
     blocker: bool,
 }
 
-/// Words an OS error as Python does: `[Errno 2] No such file or directory: 'p'`.
-fn python_os_error(path: &str, e: &std::io::Error) -> String {
-    let text = e.to_string();
-    let strerror = match text.find(" (os error ") {
-        Some(i) => &text[..i],
-        None => text.as_str(),
-    };
-    let quoted = if path.contains('\'') && !path.contains('"') {
-        format!("\"{path}\"")
-    } else {
-        format!("'{}'", path.replace('\'', "\\'"))
-    };
-    match e.raw_os_error() {
-        Some(code) => format!("[Errno {code}] {strerror}: {quoted}"),
-        None => format!("{strerror}: {quoted}"),
-    }
-}
-
 fn read_batch_item(path: &str) -> BatchItem {
     match std::fs::read(path) {
         Ok(bytes) => match String::from_utf8(bytes) {
@@ -79,16 +63,10 @@ fn read_batch_item(path: &str) -> BatchItem {
                     .unwrap_or_else(|| path.to_string()),
                 content,
             },
-            Err(e) => {
-                let pos = e.utf8_error().valid_up_to();
-                let byte = e.as_bytes().get(pos).copied().unwrap_or(0);
-                BatchItem::Failed {
-                    path: path.to_string(),
-                    message: format!(
-                        "'utf-8' codec can't decode byte 0x{byte:02x} in position {pos}: invalid start byte"
-                    ),
-                }
-            }
+            Err(e) => BatchItem::Failed {
+                path: path.to_string(),
+                message: python_utf8_error(&e),
+            },
         },
         Err(e) => BatchItem::Failed {
             path: path.to_string(),
@@ -142,18 +120,4 @@ pub fn run(cmd: InlineCmd, global: &Global) -> Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     writeln!(out, "{output}").context("cannot write to standard output")?;
     Ok(ExitCode::SUCCESS)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn os_error_like_python() {
-        let e = std::io::Error::from_raw_os_error(2);
-        assert_eq!(
-            python_os_error("artifacts/missing.md", &e),
-            "[Errno 2] No such file or directory: 'artifacts/missing.md'"
-        );
-    }
 }

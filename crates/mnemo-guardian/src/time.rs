@@ -101,27 +101,7 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
 }
 
 /// Formats Unix milliseconds as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
-pub fn format_rfc3339_ms(ms: i64) -> String {
-    let secs = ms.div_euclid(1000);
-    let milli = ms.rem_euclid(1000);
-    let days = secs.div_euclid(86_400);
-    let sod = secs.rem_euclid(86_400);
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{milli:03}Z",
-        sod / 3600,
-        (sod % 3600) / 60,
-        sod % 60
-    )
-}
+pub use mnemo_model::date::format_rfc3339_ms;
 
 /// Current time in Unix milliseconds.
 pub fn now_ms() -> i64 {

@@ -137,6 +137,32 @@ pub fn python_line_count(text: &str) -> usize {
     count + usize::from(line_open)
 }
 
+/// Words an OS error as Python does, the way the script's `batch` prints a
+/// file it cannot read: `[Errno 2] No such file or directory: 'path'`.
+pub fn python_os_error(path: &str, e: &std::io::Error) -> String {
+    let text = e.to_string();
+    let strerror = match text.find(" (os error ") {
+        Some(i) => &text[..i],
+        None => text.as_str(),
+    };
+    let quoted = if path.contains('\'') && !path.contains('"') {
+        format!("\"{path}\"")
+    } else {
+        format!("'{}'", path.replace('\'', "\\'"))
+    };
+    match e.raw_os_error() {
+        Some(code) => format!("[Errno {code}] {strerror}: {quoted}"),
+        None => format!("{strerror}: {quoted}"),
+    }
+}
+
+/// Words a UTF-8 decoding failure as Python's `open().read()` does.
+pub fn python_utf8_error(e: &std::string::FromUtf8Error) -> String {
+    let pos = e.utf8_error().valid_up_to();
+    let byte = e.as_bytes().get(pos).copied().unwrap_or(0);
+    format!("'utf-8' codec can't decode byte 0x{byte:02x} in position {pos}: invalid start byte")
+}
+
 /// The first non-blank line, trimmed, cut to 80 characters with `…`, or
 /// `(empty)`.
 pub fn what_changed(text: &str) -> String {
@@ -343,6 +369,15 @@ mod tests {
         assert_eq!(
             out,
             "{\"score\": 0.74, \"band\": \"HIGH\", \"impact\": 1.0, \"risk\": 1.0, \"novelty\": 0.5, \"blockers\": 0.0, \"downstream\": 0.9, \"keywords_found\": [\"auth\", \"JWT\", \"token\", \"endpoint\"]}"
+        );
+    }
+
+    #[test]
+    fn os_error_like_python() {
+        let e = std::io::Error::from_raw_os_error(2);
+        assert_eq!(
+            python_os_error("artifacts/missing.md", &e),
+            "[Errno 2] No such file or directory: 'artifacts/missing.md'"
         );
     }
 

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use mnemo_inline::{BatchItem, Inline, InlineArgs};
+use mnemo_inline::{BatchItem, Inline, InlineArgs, python_os_error, python_utf8_error};
 use mnemo_model::Config;
 use mnemo_scrub::{ReplacementStyle, Scrubber};
 use rmcp::handler::server::router::tool::ToolRouter;
@@ -288,19 +288,6 @@ fn store_err(tool: &str, e: StoreError) -> String {
     format!("{tool}: {e}")
 }
 
-/// Words an I/O error as Python does (`[Errno 2] No such file or directory: 'p'`),
-/// so that batch output matches Pantheon's script.
-fn os_error_text(path: &str, e: &std::io::Error) -> String {
-    let text = e.to_string();
-    let plain = text
-        .find(" (os error ")
-        .map_or(text.as_str(), |i| &text[..i]);
-    match e.raw_os_error() {
-        Some(code) => format!("[Errno {code}] {plain}: '{path}'"),
-        None => format!("{plain}: '{path}'"),
-    }
-}
-
 fn read_batch_file(root: &Path, given: &str) -> BatchItem {
     let failed = |message: String| BatchItem::Failed {
         path: given.to_string(),
@@ -309,7 +296,7 @@ fn read_batch_file(root: &Path, given: &str) -> BatchItem {
     let candidate = root.join(given);
     let full = match candidate.canonicalize() {
         Ok(p) => p,
-        Err(e) => return failed(os_error_text(given, &e)),
+        Err(e) => return failed(python_os_error(given, &e)),
     };
     if !full.starts_with(root) {
         return failed(format!(
@@ -325,7 +312,7 @@ fn read_batch_file(root: &Path, given: &str) -> BatchItem {
             ));
         }
         Ok(_) => {}
-        Err(e) => return failed(os_error_text(given, &e)),
+        Err(e) => return failed(python_os_error(given, &e)),
     }
     match std::fs::read(&full) {
         Ok(bytes) => match String::from_utf8(bytes) {
@@ -335,15 +322,9 @@ fn read_batch_file(root: &Path, given: &str) -> BatchItem {
                     .map_or_else(|| given.to_string(), |n| n.to_string_lossy().into_owned()),
                 content,
             },
-            Err(e) => {
-                let pos = e.utf8_error().valid_up_to();
-                let byte = e.as_bytes().get(pos).copied().unwrap_or(0);
-                failed(format!(
-                    "'utf-8' codec can't decode byte 0x{byte:02x} in position {pos}: invalid start byte"
-                ))
-            }
+            Err(e) => failed(python_utf8_error(&e)),
         },
-        Err(e) => failed(os_error_text(given, &e)),
+        Err(e) => failed(python_os_error(given, &e)),
     }
 }
 

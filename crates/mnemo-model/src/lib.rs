@@ -14,6 +14,7 @@
 //! and never keeps a field that Layer 1 refused.
 
 pub mod config;
+pub mod date;
 pub mod hundredths;
 pub mod parse;
 pub mod record;
