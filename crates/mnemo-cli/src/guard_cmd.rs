@@ -95,9 +95,9 @@ pub enum HookEvent {
     /// PreCompact: read the hook input on stdin and the transcript it names,
     /// and block compaction that would fold untrusted content into a summary.
     PreCompact {
-        /// Guardian policy file (TOML); the built-in defaults when absent.
-        #[arg(long, value_name = "FILE")]
-        policy: Option<PathBuf>,
+        /// Policy, and the session store the decision is recorded in.
+        #[command(flatten)]
+        opts: GuardArgs,
         /// Claude Code only: how to block.
         #[arg(long, value_enum, default_value = "exit-code")]
         block_with: BlockWith,
@@ -142,17 +142,12 @@ pub fn run_hook(cmd: HookCommand, quiet: bool) -> anyhow::Result<ExitCode> {
         HookCommand::ClaudeCode { event } => (Host::ClaudeCode, event),
         HookCommand::Codex { event } => (Host::Codex, event),
     };
-    let HookEvent::PreCompact { policy, block_with } = event;
+    let HookEvent::PreCompact { opts, block_with } = event;
     let style = match block_with {
         BlockWith::ExitCode => BlockStyle::ExitCode,
         BlockWith::Json => BlockStyle::Json,
     };
-    let opts = GuardOptions {
-        policy,
-        store: None,
-        memory: true,
-    };
-    let run = run_pre_compact(host, style, &opts, std::io::stdin().lock())?;
+    let run = run_pre_compact(host, style, &opts.options(), std::io::stdin().lock())?;
     let out = run.output;
     if !out.stdout.is_empty() {
         let mut o = std::io::stdout().lock();

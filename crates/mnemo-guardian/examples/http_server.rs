@@ -1,9 +1,9 @@
-//! HTTP Guardian for load tests, choosing the connection→Guardian hand-off:
-//! `cargo run --profile bench -p mnemo-guardian --example http_server -- 127.0.0.1:17717 queue|mutex [STORE.sqlite3]`
+//! HTTP Guardian for load tests and profiling:
+//! `cargo run --profile bench -p mnemo-guardian --example http_server -- 127.0.0.1:17717 [STORE.sqlite3]`
 //! (timestamps and handshake not checked; memory store unless a path is given).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use mnemo_guardian::server::{self, DynStore, HttpMode};
+use mnemo_guardian::server::{self, DynStore};
 use mnemo_guardian::{Guardian, GuardianConfig, MemoryStore, Policy, SqliteStore, Transport};
 
 fn main() {
@@ -12,12 +12,12 @@ fn main() {
         .get(1)
         .cloned()
         .unwrap_or_else(|| "127.0.0.1:17717".into());
-    let mode = match args.get(2).map(String::as_str) {
-        Some("mutex") => HttpMode::Mutex,
-        _ => HttpMode::Queue,
-    };
-    let store: DynStore = match args.get(3) {
-        Some(p) => Box::new(SqliteStore::open(std::path::Path::new(p)).unwrap()),
+    let store: DynStore = match args.get(2) {
+        Some(p) => {
+            let mut s = SqliteStore::open(std::path::Path::new(p)).unwrap();
+            s.checkpoint_in_background().unwrap();
+            Box::new(s)
+        }
         None => Box::new(MemoryStore::new()),
     };
     let config = GuardianConfig {
@@ -28,6 +28,6 @@ fn main() {
     };
     let g = Guardian::new(Policy::default(), config, store);
     let listener = std::net::TcpListener::bind(&addr).unwrap();
-    eprintln!("listening on {addr} ({mode:?})");
-    server::serve_listener(g, listener, mode).unwrap();
+    eprintln!("listening on {addr}");
+    server::serve_listener(g, listener).unwrap();
 }

@@ -86,21 +86,30 @@ pub fn write_f64(out: &mut String, f: f64) {
 
 fn write_string(out: &mut String, s: &str) {
     out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{08}' => out.push_str("\\b"),
-            '\t' => out.push_str("\\t"),
-            '\n' => out.push_str("\\n"),
-            '\u{0C}' => out.push_str("\\f"),
-            '\r' => out.push_str("\\r"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
+    let bytes = s.as_bytes();
+    let mut run = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let esc = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            0x08 => "\\b",
+            b'\t' => "\\t",
+            b'\n' => "\\n",
+            0x0C => "\\f",
+            b'\r' => "\\r",
+            0..0x20 => "",
+            _ => continue,
+        };
+        // Escapes are ASCII, so `run..i` falls on char boundaries.
+        out.push_str(&s[run..i]);
+        if esc.is_empty() {
+            let _ = write!(out, "\\u{:04x}", b);
+        } else {
+            out.push_str(esc);
         }
+        run = i + 1;
     }
+    out.push_str(&s[run..]);
     out.push('"');
 }
 
@@ -157,5 +166,14 @@ mod tests {
     fn control_characters() {
         let v = json!("\u{1}\u{1f}\u{7f}\u{2028}/");
         assert_eq!(canonicalize(&v), "\"\\u0001\\u001f\u{7f}\u{2028}/\"");
+    }
+
+    proptest::proptest! {
+        /// RFC 8785 string escaping is ECMAScript's JSON.stringify, which
+        /// for strings is also what serde_json writes.
+        #[test]
+        fn strings_escape_like_json_stringify(s in "\\PC*|[\\x00-\\x20\"\\\\\\x7f\u{2028}a\u{e9}\u{1f600}]{0,40}") {
+            proptest::prop_assert_eq!(canonicalize(&Value::String(s.clone())), serde_json::to_string(&s).unwrap_or_default());
+        }
     }
 }

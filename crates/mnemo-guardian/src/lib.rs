@@ -7,7 +7,8 @@
 //! chain ([`chain`]), the local trust and compaction policy ([`policy`]),
 //! the compaction decision and its in-process API ([`decide`]), the JSON-RPC
 //! core ([`protocol`]), session state behind a storage trait ([`store`],
-//! [`sqlite`]), Content-Length framing ([`framing`]), the stdio/HTTP/one-shot
+//! [`sqlite`]), Content-Length framing ([`framing`]), HTTP/1.1 request
+//! parsing ([`http`]), the stdio/HTTP/one-shot
 //! transports ([`server`]), a client for a remote Guardian ([`client`]) and
 //! the Claude Code and Codex CLI PreCompact adapters ([`adapters`]).
 //!
@@ -24,6 +25,7 @@ pub mod chain;
 pub mod client;
 pub mod decide;
 pub mod framing;
+pub mod http;
 pub mod jcs;
 pub mod model;
 pub mod policy;

@@ -3,7 +3,7 @@
 //! and the clock; the transports (stdio, HTTP, one-shot) live in `server`.
 
 use crate::chain::{self, Hash};
-use crate::decide::{CompactionInput, EntryProvenance, TrustResolver, decide_compaction};
+use crate::decide::{CompactionInput, Decision, EntryProvenance, TrustResolver, decide_compaction};
 use crate::jcs::canonicalize;
 use crate::model::{
     self, ACS_VERSION, AcsParams, ClientHello, Origin, PostCompact, PreCompact, Provenance,
@@ -13,6 +13,7 @@ use crate::policy::{Policy, Trust};
 use crate::store::{CompactionRecord, SessionStore, StepRecord, StoreError};
 use crate::validate::{self, ValidationError};
 use hmac::{Hmac, Mac};
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use sha2::Sha256;
 use std::collections::{BTreeSet, HashMap};
@@ -166,6 +167,21 @@ pub struct Guardian<S: SessionStore> {
     in_batch: bool,
 }
 
+/// A compaction a host is about to run, as its hook saw it.
+#[derive(Debug, Clone, Copy)]
+pub struct HostCompaction<'a> {
+    /// The host's session id (the store's session key).
+    pub session_id: &'a str,
+    /// Who asks, e.g. `claude-code`.
+    pub agent_id: &'a str,
+    /// A fresh id for this decision (its step id in the chain).
+    pub request_id: &'a str,
+    /// The entries to be compacted, oldest first.
+    pub entries: &'a [EntryProvenance],
+    /// Why now.
+    pub trigger: Trigger,
+}
+
 /// Requests between two prunings of old request ids.
 const PRUNE_EVERY: u64 = 4096;
 
@@ -301,8 +317,8 @@ impl<S: SessionStore> Guardian<S> {
                 format!("method not found: {method}"),
             ));
         }
-        let params_v = obj.get("params").cloned().unwrap_or(Value::Null);
-        let params: AcsParams = serde_json::from_value(params_v.clone())
+        let params_v = obj.get("params").unwrap_or(&Value::Null);
+        let params = AcsParams::deserialize(params_v)
             .map_err(|e| RpcError::new(codes::INVALID_PARAMS, format!("invalid params: {e}")))?;
         self.check_signature(req, &params)?;
         let now = (self.clock)();
@@ -342,9 +358,9 @@ impl<S: SessionStore> Guardian<S> {
             )
             .with(json!({"session_id": session})));
         }
-        let payload = Value::Object(params.payload.clone());
+        let payload = params_v.get("payload").unwrap_or(&Value::Null);
         if let Some(schema) = validate::payload_schema(method)
-            && let Err(e) = validate::validate(schema, &payload, "/params/payload")
+            && let Err(e) = validate::validate(schema, payload, "/params/payload")
         {
             return Err(RpcError::invalid(codes::INVALID_PARAMS, &e));
         }
@@ -357,16 +373,16 @@ impl<S: SessionStore> Guardian<S> {
                     "server_timestamp": crate::time::format_rfc3339_ms(now),
                 }))
                 .0),
-            "steps/preCompact" => self.pre_compact(method, &params, &params_v, &session),
-            "steps/postCompact" => self.post_compact(method, &params, &params_v, &session),
+            "steps/preCompact" => self.pre_compact(method, &params, params_v, &session),
+            "steps/postCompact" => self.post_compact(method, &params, params_v, &session),
             _ => {
-                let provs = model::collect_provenance(&payload);
+                let provs = model::collect_provenance(payload);
                 let mut r = self.result(
                     &params,
                     Verdict::Allow,
                     Some("Recorded with its provenance.".into()),
                 );
-                let hash = self.append_step(&session, method, &params, &params_v, provs)?;
+                let hash = self.append_step(&session, method, &params, params_v, provs)?;
                 r.set("chain_hash", json!(chain::to_hex(&hash)));
                 Ok(r.0)
             }
@@ -482,7 +498,7 @@ impl<S: SessionStore> Guardian<S> {
         params_v: &Value,
         session: &str,
     ) -> Result<Value, RpcError> {
-        let pc: PreCompact = serde_json::from_value(Value::Object(params.payload.clone()))
+        let pc = PreCompact::deserialize(params_v.get("payload").unwrap_or(&Value::Null))
             .map_err(|e| RpcError::new(codes::INVALID_PARAMS, format!("invalid params: {e}")))?;
         let steps = self.store.steps(session)?;
         let by_id: HashMap<&str, &StepRecord> =
@@ -562,14 +578,7 @@ impl<S: SessionStore> Guardian<S> {
                 target_summary_tokens: pc.target_summary_tokens,
             },
         );
-        self.store.record_compaction(
-            session,
-            &CompactionRecord {
-                step_id: params.request_id.clone(),
-                entries: pc.entries_to_compact.clone(),
-                verdict: d.verdict,
-            },
-        )?;
+        let hash = self.record_pre_compact(session, method, params, params_v, &pc, &d)?;
         let mut reason_codes = d.reason_codes.clone();
         reason_codes.extend(codes_extra);
         let mut policy_data = d.policy_data.clone();
@@ -586,9 +595,122 @@ impl<S: SessionStore> Guardian<S> {
             "policy_references",
             json!([{"policy_id": self.policy.policy_id, "policy_version": self.policy.policy_version, "rule_id": d.rule_id}]),
         );
-        let hash = self.append_step(session, method, params, params_v, Vec::new())?;
         r.set("chain_hash", json!(chain::to_hex(&hash)));
         Ok(r.0)
+    }
+
+    /// Records a preCompact decision (for the matching postCompact) and
+    /// its chain entry.
+    fn record_pre_compact(
+        &mut self,
+        session: &str,
+        method: &str,
+        params: &AcsParams,
+        params_v: &Value,
+        pc: &PreCompact,
+        d: &Decision,
+    ) -> Result<Hash, RpcError> {
+        self.store.record_compaction(
+            session,
+            &CompactionRecord {
+                step_id: params.request_id.clone(),
+                entries: pc.entries_to_compact.clone(),
+                verdict: d.verdict,
+            },
+        )?;
+        self.append_step(session, method, params, params_v, Vec::new())
+    }
+
+    /// A host's compaction (the Claude Code and Codex hooks): the region's
+    /// entries, oldest first, come from the host's own transcript instead
+    /// of recorded steps, so that ordering (and with it re-grounding) is
+    /// known. Decided by the same policy and recorded like an ACS
+    /// `steps/preCompact` whose payload carries the entry ids and their
+    /// provenance summary: the decision (for a later postCompact) and a
+    /// chain entry, in one store transaction. The decision stands even when
+    /// recording it fails (nothing is recorded then, and the error is
+    /// returned beside it): a broken store never turns a deny into an allow.
+    pub fn pre_compact_from_host(
+        &mut self,
+        host: &HostCompaction<'_>,
+    ) -> (Decision, Result<Hash, RpcError>) {
+        let all: Vec<Provenance> = host
+            .entries
+            .iter()
+            .flat_map(|e| e.provenance.iter().cloned())
+            .collect();
+        let mut summary = model::summarize(&all);
+        let mut earliest = std::collections::BTreeMap::new();
+        for e in host.entries {
+            for p in &e.provenance {
+                earliest
+                    .entry(p.origin.as_str().to_string())
+                    .or_insert_with(|| e.step_id.clone());
+            }
+        }
+        summary.earliest_step_id_by_origin = Some(earliest);
+        let pc = PreCompact {
+            entries_to_compact: host.entries.iter().map(|e| e.step_id.clone()).collect(),
+            pre_compact_provenance_summary: Some(summary),
+            triggered_by: host.trigger,
+            estimated_input_tokens: None,
+            target_summary_tokens: None,
+        };
+        let params = AcsParams {
+            acs_version: ACS_VERSION.to_string(),
+            request_id: host.request_id.to_string(),
+            timestamp: crate::time::format_rfc3339_ms((self.clock)()),
+            nonce: None,
+            metadata: model::Metadata {
+                agent_id: host.agent_id.to_string(),
+                session_id: host.session_id.to_string(),
+                turn_id: None,
+            },
+            payload: match serde_json::to_value(&pc) {
+                Ok(Value::Object(m)) => m,
+                _ => Map::new(),
+            },
+            signature: None,
+        };
+        let params_v = serde_json::to_value(&params).unwrap_or(Value::Null);
+        let d = decide_compaction(
+            &self.policy,
+            &CompactionInput {
+                entries: host.entries,
+                after: &[],
+                known: &[],
+                trigger: host.trigger,
+                estimated_input_tokens: None,
+                target_summary_tokens: None,
+            },
+        );
+        if let Err(e) = self.store.begin() {
+            return (d, Err(e.into()));
+        }
+        let recorded = self
+            .store
+            .mark_request(&params.request_id, (self.clock)())
+            .map_err(RpcError::from)
+            .and_then(|_| {
+                self.record_pre_compact(
+                    host.session_id,
+                    "steps/preCompact",
+                    &params,
+                    &params_v,
+                    &pc,
+                    &d,
+                )
+            });
+        match recorded {
+            Ok(hash) => match self.store.commit() {
+                Ok(()) => (d, Ok(hash)),
+                Err(e) => (d, Err(e.into())),
+            },
+            Err(e) => {
+                let _ = self.store.rollback();
+                (d, Err(e))
+            }
+        }
     }
 
     fn post_compact(
@@ -598,7 +720,7 @@ impl<S: SessionStore> Guardian<S> {
         params_v: &Value,
         session: &str,
     ) -> Result<Value, RpcError> {
-        let pc: PostCompact = serde_json::from_value(Value::Object(params.payload.clone()))
+        let pc = PostCompact::deserialize(params_v.get("payload").unwrap_or(&Value::Null))
             .map_err(|e| RpcError::new(codes::INVALID_PARAMS, format!("invalid params: {e}")))?;
         let steps = self.store.steps(session)?;
         let mut problems: Vec<(&str, String)> = Vec::new();

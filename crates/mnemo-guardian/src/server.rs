@@ -1,18 +1,18 @@
 //! Transports and start-up (the I/O edge): policy and store loading, the
-//! Content-Length stdio server, a small HTTP/1.1 keep-alive server (one thread
-//! per connection), and the one-shot `check`.
+//! Content-Length stdio server, an HTTP/1.1 keep-alive server (one event
+//! loop that batches decisions), and the one-shot `check`.
 
 use crate::framing::{self, Frame};
+use crate::http;
 use crate::policy::{Policy, PolicyError};
 use crate::protocol::{self, Guardian, GuardianConfig, Transport};
 use crate::sqlite::SqliteStore;
 use crate::store::{MemoryStore, SessionStore, StoreError};
-use std::io::{self, BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream, ToSocketAddrs};
+use mio::{Events, Interest, Poll, Registry, Token};
+use std::io::{self, BufRead, Read, Write};
+use std::net::{TcpListener, ToSocketAddrs};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, mpsc};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// A start-up or transport failure.
 #[derive(Debug, thiserror::Error)]
@@ -97,13 +97,19 @@ pub fn default_store_path() -> PathBuf {
     PathBuf::from(".mnemo").join("guardian.sqlite3")
 }
 
-/// Opens the store the options name.
-pub fn open_store(opts: &GuardOptions) -> Result<DynStore, ServeError> {
+/// Opens the store the options name. A long-running server checkpoints
+/// the SQLite WAL on a background thread (see
+/// [`SqliteStore::checkpoint_in_background`]).
+pub fn open_store(opts: &GuardOptions, long_running: bool) -> Result<DynStore, ServeError> {
     if opts.memory {
         return Ok(Box::new(MemoryStore::new()));
     }
     let path = opts.store.clone().unwrap_or_else(default_store_path);
-    Ok(Box::new(SqliteStore::open(&path)?))
+    let mut store = SqliteStore::open(&path)?;
+    if long_running {
+        store.checkpoint_in_background()?;
+    }
+    Ok(Box::new(store))
 }
 
 /// Builds a Guardian: policy, HMAC key (from the environment variable the
@@ -135,7 +141,7 @@ pub fn open_guardian(
             .unwrap_or_else(|| "default".into());
         config.hmac_keys.push((id, key.into_bytes()));
     }
-    let store = open_store(opts)?;
+    let store = open_store(opts, !one_shot)?;
     Ok(Guardian::new(policy, config, store))
 }
 
@@ -178,69 +184,12 @@ pub const MAX_CONNECTIONS: usize = 1024;
 /// Most requests decided in one store transaction.
 const MAX_BATCH: usize = 256;
 
-/// A Guardian shared by connection threads behind a mutex.
-pub type SharedGuardian = Arc<Mutex<Guardian<DynStore>>>;
+/// A connection idle this long is closed.
+const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// How connection threads reach the one Guardian.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum HttpMode {
-    /// One decider thread owns the Guardian; connections queue requests to it
-    /// in arrival order (fair under load: bounded tail latency).
-    #[default]
-    Queue,
-    /// Connection threads take turns on a mutex (no hand-off, unfair under load).
-    Mutex,
-}
+const LISTENER: Token = Token(usize::MAX);
 
-struct Job {
-    req: serde_json::Value,
-    reply: mpsc::SyncSender<serde_json::Value>,
-}
-
-#[derive(Clone)]
-enum Decider {
-    Queue(mpsc::SyncSender<Job>),
-    Mutex(SharedGuardian),
-}
-
-impl Decider {
-    fn decide(&self, req: serde_json::Value, slot: &mut Option<ReplySlot>) -> serde_json::Value {
-        match self {
-            Decider::Mutex(g) => match g.lock() {
-                Ok(mut guard) => guard.handle_value(&req),
-                Err(p) => p.into_inner().handle_value(&req),
-            },
-            Decider::Queue(tx) => {
-                let slot = slot.get_or_insert_with(|| {
-                    let (t, r) = mpsc::sync_channel(1);
-                    ReplySlot { tx: t, rx: r }
-                });
-                let id = req.get("id").cloned().unwrap_or(serde_json::Value::Null);
-                if tx
-                    .send(Job {
-                        req,
-                        reply: slot.tx.clone(),
-                    })
-                    .is_err()
-                {
-                    return internal_error(id);
-                }
-                slot.rx.recv().unwrap_or_else(|_| internal_error(id))
-            }
-        }
-    }
-}
-
-struct ReplySlot {
-    tx: mpsc::SyncSender<serde_json::Value>,
-    rx: mpsc::Receiver<serde_json::Value>,
-}
-
-fn internal_error(id: serde_json::Value) -> serde_json::Value {
-    serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": "guardian unavailable"}})
-}
-
-/// Binds `addr` and serves HTTP POST JSON-RPC forever (one thread per connection).
+/// Binds `addr` and serves HTTP POST JSON-RPC until the process ends.
 pub fn serve_http(
     g: Guardian<DynStore>,
     addr: &str,
@@ -252,243 +201,381 @@ pub fn serve_http(
         .ok_or_else(|| ServeError::Config(format!("cannot resolve {addr}")))?;
     let listener = TcpListener::bind(addr)?;
     on_ready(listener.local_addr()?);
-    serve_listener(g, listener, HttpMode::default())
+    serve_listener(g, listener)
 }
 
-/// Serves on an already bound listener.
-pub fn serve_listener(
-    g: Guardian<DynStore>,
-    listener: TcpListener,
-    mode: HttpMode,
-) -> Result<(), ServeError> {
+/// One HTTP connection of the event loop.
+struct Conn {
+    stream: mio::net::TcpStream,
+    rbuf: Vec<u8>,
+    wbuf: Vec<u8>,
+    wpos: usize,
+    /// Close once `wbuf` is flushed (refusal, `Connection: close`, EOF).
+    closing: bool,
+    /// Registered for writable events (a flush hit a full socket).
+    want_write: bool,
+    last_active: Instant,
+}
+
+/// A response slot, in request order on its connection.
+enum Slot {
+    Ready {
+        status: &'static str,
+        content_type: &'static str,
+        body: Vec<u8>,
+        keep_alive: bool,
+    },
+    /// Decided in the batch, at this index.
+    Decide { job: usize, keep_alive: bool },
+}
+
+/// Serves HTTP/1.1 JSON-RPC on an already bound listener, on this thread.
+///
+/// One event loop (epoll via `mio`) owns every connection and the Guardian:
+/// each turn reads what all ready connections sent, decides every complete
+/// request of the turn in one store transaction (group commit, arrival
+/// order), then writes the answers in each connection's request order. No
+/// thread hand-offs, so the tail latency is one turn; a client that does not
+/// read its answers stops being read (bounded buffers).
+pub fn serve_listener(mut g: Guardian<DynStore>, listener: TcpListener) -> Result<(), ServeError> {
+    listener.set_nonblocking(true)?;
+    let mut listener = mio::net::TcpListener::from_std(listener);
+    let mut poll = Poll::new()?;
+    poll.registry()
+        .register(&mut listener, LISTENER, Interest::READABLE)?;
     let max_body = g.config().max_request_bytes;
-    let decider = match mode {
-        HttpMode::Mutex => Decider::Mutex(Arc::new(Mutex::new(g))),
-        HttpMode::Queue => {
-            let (tx, rx) = mpsc::sync_channel::<Job>(MAX_CONNECTIONS);
-            let mut g = g;
-            std::thread::Builder::new()
-                .name("guard-decider".into())
-                .spawn(move || {
-                    // Group commit: whatever queued up while the last batch
-                    // ran is decided in one store transaction, in arrival order.
-                    let mut jobs: Vec<Job> = Vec::with_capacity(MAX_BATCH);
-                    while let Ok(first) = rx.recv() {
-                        jobs.push(first);
-                        while jobs.len() < MAX_BATCH {
-                            match rx.try_recv() {
-                                Ok(j) => jobs.push(j),
-                                Err(_) => break,
-                            }
-                        }
-                        let reqs: Vec<serde_json::Value> =
-                            jobs.iter_mut().map(|j| j.req.take()).collect();
-                        let resps = g.handle_batch(&reqs);
-                        for (job, resp) in jobs.drain(..).zip(resps) {
-                            let _ = job.reply.send(resp);
-                        }
-                    }
-                })?;
-            Decider::Queue(tx)
-        }
-    };
-    let active = Arc::new(AtomicUsize::new(0));
-    for stream in listener.incoming() {
-        let Ok(stream) = stream else { continue };
-        if active.load(Ordering::Relaxed) >= MAX_CONNECTIONS {
-            let mut s = stream;
-            let _ = s.write_all(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
-            continue;
-        }
-        active.fetch_add(1, Ordering::Relaxed);
-        let d = decider.clone();
-        let active2 = Arc::clone(&active);
-        let spawned = std::thread::Builder::new()
-            .name("guard-http".into())
-            .spawn(move || {
-                let _ = handle_connection(&d, max_body, stream);
-                active2.fetch_sub(1, Ordering::Relaxed);
-            });
-        if spawned.is_err() {
-            active.fetch_sub(1, Ordering::Relaxed);
-        }
-    }
-    Ok(())
-}
-
-const MAX_HTTP_HEADER_BYTES: usize = 16 * 1024;
-
-fn handle_connection(d: &Decider, max_body: usize, stream: TcpStream) -> io::Result<()> {
-    stream.set_nodelay(true)?;
-    stream.set_read_timeout(Some(Duration::from_secs(60)))?;
-    let mut writer = stream.try_clone()?;
-    let mut reader = BufReader::with_capacity(16 * 1024, stream);
-    let mut slot: Option<ReplySlot> = None;
-    let mut out = Vec::with_capacity(1024);
+    let mut conns: Vec<Option<Conn>> = Vec::new();
+    let mut free: Vec<usize> = Vec::new();
+    let mut events = Events::with_capacity(1024);
+    let mut again: Vec<usize> = Vec::new();
+    let mut touched: Vec<usize> = Vec::new();
+    let mut slots: Vec<(usize, Vec<Slot>)> = Vec::new();
+    let mut jobs: Vec<serde_json::Value> = Vec::new();
+    let mut last_sweep = Instant::now();
+    let mut scratch = vec![0u8; 64 * 1024];
     loop {
-        // Request line (skip stray blank lines between requests).
-        let mut line = String::new();
-        let mut header_bytes = 0usize;
-        loop {
-            line.clear();
-            let n = read_http_line(&mut reader, &mut line)?;
-            if n == 0 {
-                return Ok(());
-            }
-            header_bytes += n;
-            if !line.trim().is_empty() || header_bytes > MAX_HTTP_HEADER_BYTES {
-                break;
+        let timeout = if again.is_empty() {
+            Duration::from_secs(1)
+        } else {
+            Duration::ZERO
+        };
+        match poll.poll(&mut events, Some(timeout)) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e.into()),
+        }
+        touched.clear();
+        touched.append(&mut again);
+        for ev in events.iter() {
+            if ev.token() == LISTENER {
+                accept_all(&listener, &poll, &mut conns, &mut free)?;
+            } else {
+                touched.push(ev.token().0);
             }
         }
-        let mut parts = line.split_whitespace();
-        let method = parts.next().unwrap_or("").to_string();
-        let path = parts.next().unwrap_or("").to_string();
-        let version = parts.next().unwrap_or("").to_string();
-        let mut content_length: Option<u64> = None;
-        let mut keep_alive = version == "HTTP/1.1";
-        let mut bad = version.is_empty() || !version.starts_with("HTTP/1.");
-        let mut chunked = false;
-        loop {
-            let mut h = String::new();
-            let n = read_http_line(&mut reader, &mut h)?;
-            if n == 0 {
-                return Ok(());
-            }
-            header_bytes += n;
-            if header_bytes > MAX_HTTP_HEADER_BYTES {
-                respond(
-                    &mut writer,
-                    &mut out,
-                    "431 Request Header Fields Too Large",
-                    "text/plain",
-                    b"headers too large",
-                    false,
-                )?;
-                return Ok(());
-            }
-            let h = h.trim_end();
-            if h.is_empty() {
-                break;
-            }
-            let Some((name, value)) = h.split_once(':') else {
-                bad = true;
+        touched.sort_unstable();
+        touched.dedup();
+        // Read and parse.
+        for &t in &touched {
+            let Some(Some(c)) = conns.get_mut(t) else {
                 continue;
             };
-            let value = value.trim();
-            if name.eq_ignore_ascii_case("content-length") {
-                match value.parse::<u64>() {
-                    Ok(n) => content_length = Some(n),
-                    Err(_) => bad = true,
-                }
-            } else if name.eq_ignore_ascii_case("connection") {
-                if value.eq_ignore_ascii_case("close") {
-                    keep_alive = false;
-                } else if value.eq_ignore_ascii_case("keep-alive") {
-                    keep_alive = true;
-                }
-            } else if name.eq_ignore_ascii_case("transfer-encoding") {
-                chunked = true;
+            let mut list = Vec::new();
+            let more = c.read_requests(&mut scratch, max_body, &mut jobs, &mut list);
+            if more {
+                again.push(t);
+            }
+            if !list.is_empty() {
+                slots.push((t, list));
             }
         }
-        if bad || chunked {
-            respond(
-                &mut writer,
-                &mut out,
-                "400 Bad Request",
-                "text/plain",
-                b"bad request",
-                false,
-            )?;
-            return Ok(());
+        // Decide, one transaction per batch.
+        let mut answers: Vec<serde_json::Value> = Vec::with_capacity(jobs.len());
+        for chunk in jobs.chunks(MAX_BATCH) {
+            answers.extend(g.handle_batch(chunk));
         }
-        if method == "GET" && (path == "/health" || path == "/healthz") {
-            respond(
-                &mut writer,
-                &mut out,
-                "200 OK",
-                "text/plain",
-                b"ok",
-                keep_alive,
-            )?;
-            if !keep_alive {
-                return Ok(());
+        jobs.clear();
+        // Answer, in request order per connection.
+        for (t, list) in slots.drain(..) {
+            let Some(Some(c)) = conns.get_mut(t) else {
+                continue;
+            };
+            for slot in list {
+                match slot {
+                    Slot::Ready {
+                        status,
+                        content_type,
+                        body,
+                        keep_alive,
+                    } => http::write_response(&mut c.wbuf, status, content_type, &body, keep_alive),
+                    Slot::Decide { job, keep_alive } => {
+                        let body = answers
+                            .get(job)
+                            .map(protocol::encode_response)
+                            .unwrap_or_else(|| error_bytes(-32603, "guardian unavailable"));
+                        http::write_response(
+                            &mut c.wbuf,
+                            "200 OK",
+                            "application/json",
+                            &body,
+                            keep_alive,
+                        );
+                    }
+                }
             }
-            continue;
         }
-        if method != "POST" {
-            respond(
-                &mut writer,
-                &mut out,
-                "405 Method Not Allowed",
-                "text/plain",
-                b"POST JSON-RPC requests",
-                false,
-            )?;
-            return Ok(());
+        // Flush; close what is done.
+        for &t in &touched {
+            let Some(Some(c)) = conns.get_mut(t) else {
+                continue;
+            };
+            let keep = c.flush(poll.registry(), Token(t));
+            if !keep {
+                close(&mut conns, &mut free, poll.registry(), t);
+            }
         }
-        let len = content_length.unwrap_or(0);
-        if len > max_body as u64 {
-            // Never allocate the claimed length; answer and close.
-            let body = error_bytes(
-                -32600,
-                &format!("request too large ({len} bytes, max {max_body})"),
-            );
-            respond(
-                &mut writer,
-                &mut out,
-                "413 Payload Too Large",
-                "application/json",
-                &body,
-                false,
-            )?;
-            return Ok(());
-        }
-        let mut body = vec![0u8; len as usize];
-        reader.read_exact(&mut body)?;
-        // Parse and serialise outside the lock; only the decision holds it.
-        let reply = match protocol::parse_request(&body, max_body) {
-            Ok(req) => protocol::encode_response(&d.decide(req, &mut slot)),
-            Err(resp) => protocol::encode_response(&resp),
-        };
-        respond(
-            &mut writer,
-            &mut out,
-            "200 OK",
-            "application/json",
-            &reply,
-            keep_alive,
-        )?;
-        if !keep_alive {
-            return Ok(());
+        if last_sweep.elapsed() >= Duration::from_secs(1) {
+            last_sweep = Instant::now();
+            for t in 0..conns.len() {
+                if conns[t]
+                    .as_ref()
+                    .is_some_and(|c| c.last_active.elapsed() >= IDLE_TIMEOUT)
+                {
+                    close(&mut conns, &mut free, poll.registry(), t);
+                }
+            }
         }
     }
 }
 
-fn read_http_line<R: BufRead>(r: &mut R, line: &mut String) -> io::Result<usize> {
-    let mut buf = Vec::new();
-    let n = r
-        .by_ref()
-        .take(MAX_HTTP_HEADER_BYTES as u64 + 1)
-        .read_until(b'\n', &mut buf)?;
-    line.push_str(&String::from_utf8_lossy(&buf));
-    Ok(n)
+fn accept_all(
+    listener: &mio::net::TcpListener,
+    poll: &Poll,
+    conns: &mut Vec<Option<Conn>>,
+    free: &mut Vec<usize>,
+) -> io::Result<()> {
+    loop {
+        let (mut stream, _) = match listener.accept() {
+            Ok(s) => s,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            // Out of descriptors, aborted handshakes …: try again on the next event.
+            Err(_) => return Ok(()),
+        };
+        let open = conns.len() - free.len();
+        if open >= MAX_CONNECTIONS {
+            let _ = stream.write(
+                b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            );
+            continue;
+        }
+        let _ = stream.set_nodelay(true);
+        let t = free.pop().unwrap_or_else(|| {
+            conns.push(None);
+            conns.len() - 1
+        });
+        if poll
+            .registry()
+            .register(&mut stream, Token(t), Interest::READABLE)
+            .is_err()
+        {
+            free.push(t);
+            continue;
+        }
+        conns[t] = Some(Conn {
+            stream,
+            rbuf: Vec::new(),
+            wbuf: Vec::new(),
+            wpos: 0,
+            closing: false,
+            want_write: false,
+            last_active: Instant::now(),
+        });
+    }
 }
 
-fn respond(
-    w: &mut TcpStream,
-    out: &mut Vec<u8>,
-    status: &str,
-    ctype: &str,
-    body: &[u8],
-    keep_alive: bool,
-) -> io::Result<()> {
-    out.clear();
-    let _ = write!(
-        out,
-        "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: {}\r\n\r\n",
-        body.len(),
-        if keep_alive { "keep-alive" } else { "close" }
-    );
-    out.extend_from_slice(body);
-    w.write_all(out)
+fn close(conns: &mut [Option<Conn>], free: &mut Vec<usize>, registry: &Registry, t: usize) {
+    if let Some(mut c) = conns.get_mut(t).and_then(Option::take) {
+        let _ = registry.deregister(&mut c.stream);
+        let _ = c.stream.shutdown(std::net::Shutdown::Write);
+        free.push(t);
+    }
+}
+
+impl Conn {
+    /// Reads what is available and turns every complete request into a
+    /// slot. Returns whether the connection must be visited again without
+    /// a new event (its read stopped at the buffer limit).
+    fn read_requests(
+        &mut self,
+        scratch: &mut [u8],
+        max_body: usize,
+        jobs: &mut Vec<serde_json::Value>,
+        slots: &mut Vec<Slot>,
+    ) -> bool {
+        // Answers not yet taken by the client: read nothing more until they are.
+        if self.closing || self.wpos < self.wbuf.len() {
+            return false;
+        }
+        let limit = http::MAX_HEAD_BYTES + max_body + 4096;
+        let mut more = false;
+        let mut eof = false;
+        loop {
+            if self.rbuf.len() >= limit {
+                more = true;
+                break;
+            }
+            let want = (limit - self.rbuf.len()).min(scratch.len());
+            match self.stream.read(&mut scratch[..want]) {
+                Ok(0) => {
+                    eof = true;
+                    break;
+                }
+                Ok(n) => {
+                    self.rbuf.extend_from_slice(&scratch[..n]);
+                    self.last_active = Instant::now();
+                }
+                Err(e) => match e.kind() {
+                    io::ErrorKind::WouldBlock => break,
+                    io::ErrorKind::Interrupted => continue,
+                    _ => {
+                        eof = true;
+                        break;
+                    }
+                },
+            }
+        }
+        let mut off = 0;
+        loop {
+            match http::parse(&self.rbuf[off..], max_body) {
+                http::Parsed::Incomplete => {
+                    if self.rbuf.len() - off >= limit {
+                        // Only blank lines or an endless head: give up.
+                        slots.push(text(
+                            "400 Bad Request",
+                            "request does not end".into(),
+                            false,
+                        ));
+                        self.closing = true;
+                    }
+                    break;
+                }
+                http::Parsed::Refused(r) => {
+                    slots.push(if r.declared.is_some() {
+                        Slot::Ready {
+                            status: r.status,
+                            content_type: "application/json",
+                            body: error_bytes(-32600, &r.reason),
+                            keep_alive: false,
+                        }
+                    } else {
+                        text(r.status, r.reason, false)
+                    });
+                    self.closing = true;
+                    break;
+                }
+                http::Parsed::Request { request, consumed } => {
+                    let body = &self.rbuf[off + request.body.start..off + request.body.end];
+                    off += consumed;
+                    let keep_alive = request.keep_alive;
+                    if request.method == "GET"
+                        && (request.path == "/health" || request.path == "/healthz")
+                    {
+                        slots.push(Slot::Ready {
+                            status: "200 OK",
+                            content_type: "text/plain",
+                            body: b"ok".to_vec(),
+                            keep_alive,
+                        });
+                    } else if request.method != "POST" {
+                        slots.push(text(
+                            "405 Method Not Allowed",
+                            "POST JSON-RPC requests".into(),
+                            false,
+                        ));
+                        self.closing = true;
+                        break;
+                    } else {
+                        match protocol::parse_request(body, max_body) {
+                            Ok(v) => {
+                                jobs.push(v);
+                                slots.push(Slot::Decide {
+                                    job: jobs.len() - 1,
+                                    keep_alive,
+                                });
+                            }
+                            Err(resp) => slots.push(Slot::Ready {
+                                status: "200 OK",
+                                content_type: "application/json",
+                                body: protocol::encode_response(&resp),
+                                keep_alive,
+                            }),
+                        }
+                    }
+                    if !keep_alive {
+                        self.closing = true;
+                        break;
+                    }
+                }
+            }
+        }
+        if self.closing {
+            self.rbuf.clear();
+        } else {
+            self.rbuf.drain(..off);
+        }
+        if eof {
+            self.closing = true;
+        }
+        more && !self.closing
+    }
+
+    /// Writes what it can. Returns false when the connection is finished.
+    fn flush(&mut self, registry: &Registry, token: Token) -> bool {
+        while self.wpos < self.wbuf.len() {
+            match self.stream.write(&self.wbuf[self.wpos..]) {
+                Ok(0) => return false,
+                Ok(n) => {
+                    self.wpos += n;
+                    self.last_active = Instant::now();
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    if !self.want_write {
+                        self.want_write = true;
+                        return registry
+                            .reregister(
+                                &mut self.stream,
+                                token,
+                                Interest::READABLE | Interest::WRITABLE,
+                            )
+                            .is_ok();
+                    }
+                    return true;
+                }
+                Err(_) => return false,
+            }
+        }
+        self.wbuf.clear();
+        self.wpos = 0;
+        if self.closing {
+            return false;
+        }
+        if self.want_write {
+            self.want_write = false;
+            return registry
+                .reregister(&mut self.stream, token, Interest::READABLE)
+                .is_ok();
+        }
+        true
+    }
+}
+
+fn text(status: &'static str, reason: String, keep_alive: bool) -> Slot {
+    Slot::Ready {
+        status,
+        content_type: "text/plain",
+        body: reason.into_bytes(),
+        keep_alive,
+    }
 }

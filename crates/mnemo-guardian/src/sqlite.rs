@@ -5,14 +5,22 @@ use crate::chain::Hash;
 use crate::model::{Provenance, Verdict};
 use crate::store::{CompactionRecord, SessionStore, StepRecord, StoreError};
 use rusqlite::{Connection, OptionalExtension, params};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::Duration;
 
 /// SQLite-backed [`SessionStore`].
 #[derive(Debug)]
 pub struct SqliteStore {
     conn: Connection,
     in_tx: bool,
+    path: Option<PathBuf>,
+    /// Dropping it stops the background checkpointer.
+    checkpointer: Option<mpsc::Sender<()>>,
 }
+
+/// How often the background checkpointer copies the WAL into the database.
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(250);
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS sessions (session_id TEXT PRIMARY KEY, version TEXT NOT NULL) WITHOUT ROWID;
@@ -39,12 +47,66 @@ impl SqliteStore {
             std::fs::create_dir_all(dir)?;
         }
         let conn = Connection::open(path)?;
-        Self::init(conn)
+        let mut store = Self::init(conn)?;
+        store.path = Some(path.to_path_buf());
+        Ok(store)
     }
 
     /// An in-memory SQLite store (tests).
     pub fn open_in_memory() -> Result<Self, StoreError> {
         Self::init(Connection::open_in_memory()?)
+    }
+
+    /// For long-running servers: moves WAL checkpoints (the only step that
+    /// waits for the disk) off the request path to a thread with its own
+    /// connection, so a checkpoint never stalls a decision. The thread
+    /// stops when the store is dropped. One-shot processes (hooks) keep
+    /// SQLite's automatic checkpoints. No-op for in-memory stores.
+    pub fn checkpoint_in_background(&mut self) -> Result<(), StoreError> {
+        let Some(path) = self.path.clone() else {
+            return Ok(());
+        };
+        if self.checkpointer.is_some() {
+            return Ok(());
+        }
+        let side = Connection::open(&path)?;
+        side.busy_timeout(Duration::from_secs(5))?;
+        let (stop, stopped) = mpsc::channel::<()>();
+        std::thread::Builder::new()
+            .name("guard-checkpoint".into())
+            .spawn(move || {
+                while let Err(mpsc::RecvTimeoutError::Timeout) =
+                    stopped.recv_timeout(CHECKPOINT_EVERY)
+                {
+                    // PASSIVE never blocks the writer; a busy or failed
+                    // checkpoint is retried on the next tick.
+                    let _ = side.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+                }
+                let _ = side.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+            })?;
+        self.conn.execute_batch("PRAGMA wal_autocheckpoint=0")?;
+        self.checkpointer = Some(stop);
+        Ok(())
+    }
+
+    /// Canonical texts and hashes of a session's chain entries, in order
+    /// (for audits and tests).
+    pub fn chain_entries(&self, session: &str) -> Result<Vec<(String, Hash)>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT canonical, hash FROM chain WHERE session_id = ?1 ORDER BY seq")?;
+        let rows = stmt.query_map(params![session], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, Vec<u8>>(1)?))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (canonical, bytes) = row?;
+            let hash: Hash = bytes
+                .try_into()
+                .map_err(|_| StoreError::Corrupt("chain hash length".into()))?;
+            out.push((canonical, hash));
+        }
+        Ok(out)
     }
 
     fn init(conn: Connection) -> Result<Self, StoreError> {
@@ -55,7 +117,12 @@ impl SqliteStore {
             "PRAGMA synchronous=NORMAL; PRAGMA temp_store=MEMORY; PRAGMA cache_size=-16384;",
         )?;
         conn.execute_batch(SCHEMA)?;
-        Ok(SqliteStore { conn, in_tx: false })
+        Ok(SqliteStore {
+            conn,
+            in_tx: false,
+            path: None,
+            checkpointer: None,
+        })
     }
 }
 

@@ -83,6 +83,88 @@ fn claude_transcript_mapping() {
 }
 
 #[test]
+fn hook_decisions_are_recorded_in_the_session_store() {
+    use mnemo_guardian::SessionStore;
+    let dir = std::env::temp_dir().join(format!("mnemo-hook-store-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let store = dir.join("nested").join("guardian.sqlite3");
+    let opts = GuardOptions {
+        policy: None,
+        store: Some(store.clone()),
+        memory: false,
+    };
+    let deny = hook_input(
+        "claude/precompact-auto.json",
+        "claude/transcript-tainted.jsonl",
+    );
+    let allow = hook_input(
+        "claude/precompact-manual.json",
+        "claude/transcript-tainted.jsonl",
+    );
+    let first = run_pre_compact(Host::ClaudeCode, BlockStyle::ExitCode, &opts, &deny[..]).unwrap();
+    let second =
+        run_pre_compact(Host::ClaudeCode, BlockStyle::ExitCode, &opts, &allow[..]).unwrap();
+    assert_eq!(first.decision.verdict, Verdict::Deny);
+    assert_eq!(second.decision.verdict, Verdict::Allow);
+    let (id1, hash1) = first.recorded.clone().unwrap();
+    let (id2, hash2) = second.recorded.clone().unwrap();
+    assert_ne!(id1, id2, "every decision gets its own step id");
+    assert!(first.output.stderr.starts_with("mnemo guardian blocked"));
+
+    // A new process sees both decisions, the last one for the postCompact check.
+    let session = "3f2b9c1e-5d6a-4e8b-9c0d-1a2b3c4d5e6f";
+    let mut s = mnemo_guardian::SqliteStore::open(&store).unwrap();
+    let last = s.last_compaction(session).unwrap().unwrap();
+    assert_eq!(last.step_id, id2);
+    assert_eq!(last.verdict, Verdict::Allow);
+    assert_eq!(last.entries, ["u1", "a1", "r1", "r2", "a3"]);
+    assert!(
+        s.mark_request(&id1, 0).is_ok_and(|fresh| !fresh),
+        "ids are marked"
+    );
+
+    // The chain links: each hash covers its canonical entry and the one before.
+    let chain = s.chain_entries(session).unwrap();
+    assert_eq!(chain.len(), 2);
+    let h1 = mnemo_guardian::chain::entry_hash_canonical(&chain[0].0, None);
+    let h2 = mnemo_guardian::chain::entry_hash_canonical(&chain[1].0, Some(&h1));
+    assert_eq!(mnemo_guardian::chain::to_hex(&h1), hash1);
+    assert_eq!(mnemo_guardian::chain::to_hex(&h2), hash2);
+    assert_eq!((chain[0].1, chain[1].1), (h1, h2));
+    let entry: Value = serde_json::from_str(&chain[0].0).unwrap();
+    assert!(entry.to_string().contains("steps/preCompact"), "{entry}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn hook_decides_even_when_the_store_cannot_be_opened() {
+    let dir = std::env::temp_dir().join(format!("mnemo-hook-nostore-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    // A directory where the database file should be.
+    let store = dir.join("guardian.sqlite3");
+    std::fs::create_dir_all(&store).unwrap();
+    let opts = GuardOptions {
+        policy: None,
+        store: Some(store),
+        memory: false,
+    };
+    let deny = hook_input(
+        "claude/precompact-auto.json",
+        "claude/transcript-tainted.jsonl",
+    );
+    let run = run_pre_compact(Host::ClaudeCode, BlockStyle::ExitCode, &opts, &deny[..]).unwrap();
+    assert_eq!(run.output.exit_code, 2, "a broken store never unblocks");
+    assert!(run.recorded.is_none());
+    assert!(
+        run.output.stderr.contains("decision not recorded"),
+        "{}",
+        run.output.stderr
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn tool_names_map_to_origins() {
     assert_eq!(tool_origin("WebSearch", None).0, Origin::External);
     assert_eq!(

@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use mnemo_guardian::client::{ClientError, RemoteGuardian, new_uuid};
-use mnemo_guardian::server::{self, DynStore, HttpMode};
+use mnemo_guardian::server::{self, DynStore};
 use mnemo_guardian::{
     EntryProvenance, Guardian, GuardianConfig, MemoryStore, Origin, Policy, Provenance, Transport,
     Trigger, check_compaction,
@@ -21,7 +21,7 @@ fn start(config: GuardianConfig) -> String {
     );
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
-    std::thread::spawn(move || server::serve_listener(g, listener, HttpMode::Queue));
+    std::thread::spawn(move || server::serve_listener(g, listener));
     format!("http://{addr}/acs")
 }
 

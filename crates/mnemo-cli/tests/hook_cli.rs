@@ -1,0 +1,129 @@
+//! `mnemo hook …` as a host runs it: hook JSON on stdin, the transcript it
+//! names, the answer in the host's own format, the decision recorded in the
+//! session store named by `--store` (or `$MNEMO_HOME`).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use std::path::{Path, PathBuf};
+
+fn fixture(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../mnemo-guardian/tests/fixtures")
+        .join(rel)
+}
+
+fn hook_input(input: &str, transcript: &str) -> String {
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture(input)).unwrap()).unwrap();
+    v["transcript_path"] = fixture(transcript).to_string_lossy().into_owned().into();
+    v.to_string()
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("mnemo-hook-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn claude_code_hook_blocks_with_exit_2_and_records_in_mnemo_home() {
+    let home = tmp("claude");
+    Command::cargo_bin("mnemo")
+        .unwrap()
+        .args(["hook", "claude-code", "pre-compact"])
+        .env("MNEMO_HOME", &home)
+        .write_stdin(hook_input(
+            "claude/precompact-auto.json",
+            "claude/transcript-tainted.jsonl",
+        ))
+        .assert()
+        .code(2)
+        .stdout("")
+        .stderr(predicate::str::starts_with(
+            "mnemo guardian blocked compaction:",
+        ))
+        .stderr(predicate::str::contains("re-grounding"));
+    // The store is where MNEMO_HOME says, and holds the decision.
+    let db = home.join("guardian.sqlite3");
+    assert!(db.is_file());
+    let mut s = mnemo_guardian::SqliteStore::open(&db).unwrap();
+    use mnemo_guardian::SessionStore;
+    let last = s
+        .last_compaction("3f2b9c1e-5d6a-4e8b-9c0d-1a2b3c4d5e6f")
+        .unwrap()
+        .unwrap();
+    assert_eq!(last.verdict, mnemo_guardian::Verdict::Deny);
+    // Manual compaction is the operator's override: allowed, silent.
+    Command::cargo_bin("mnemo")
+        .unwrap()
+        .args(["hook", "claude-code", "pre-compact", "--block-with", "json"])
+        .env("MNEMO_HOME", &home)
+        .write_stdin(hook_input(
+            "claude/precompact-manual.json",
+            "claude/transcript-tainted.jsonl",
+        ))
+        .assert()
+        .code(0)
+        .stdout("")
+        .stderr("");
+    let _ = std::fs::remove_dir_all(&home);
+}
+
+#[test]
+fn codex_hook_answers_in_codex_format_with_an_explicit_store() {
+    let dir = tmp("codex");
+    let store = dir.join("state").join("g.sqlite3");
+    let out = Command::cargo_bin("mnemo")
+        .unwrap()
+        .args(["hook", "codex", "pre-compact", "--store"])
+        .arg(&store)
+        .env_remove("MNEMO_HOME")
+        .write_stdin(hook_input(
+            "codex/precompact-auto.json",
+            "codex/rollout-tainted.jsonl",
+        ))
+        .assert()
+        .code(0)
+        .get_output()
+        .stdout
+        .clone();
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(v["continue"], false);
+    assert!(
+        v["stopReason"]
+            .as_str()
+            .unwrap()
+            .contains("mnemo guardian blocked")
+    );
+    assert!(store.is_file());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn hook_with_memory_store_writes_nothing_and_bad_input_never_blocks() {
+    let home = tmp("memory");
+    Command::cargo_bin("mnemo")
+        .unwrap()
+        .args(["hook", "claude-code", "pre-compact", "--memory"])
+        .env("MNEMO_HOME", &home)
+        .write_stdin(hook_input(
+            "claude/precompact-auto.json",
+            "claude/transcript-regrounded.jsonl",
+        ))
+        .assert()
+        .code(0);
+    assert!(!home.join("guardian.sqlite3").exists());
+    // Not JSON: an error that names stdin, exit 1 (a non-blocking error for both hosts).
+    Command::cargo_bin("mnemo")
+        .unwrap()
+        .args(["hook", "claude-code", "pre-compact", "--memory"])
+        .write_stdin("{not json")
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "hook input on stdin is not valid JSON",
+        ));
+    let _ = std::fs::remove_dir_all(&home);
+}
