@@ -1,8 +1,8 @@
 //! Fuzz target for mnemo-scrub: no panic on any input, offsets valid and on
 //! char boundaries, redactions sorted and disjoint, the output is the input
 //! with the spans replaced, a redacted span's bytes (>= 8) never survive
-//! (unless they also occur elsewhere in the input), idempotency; and the
-//! same for the streaming form with tiny chunks.
+//! (unless they also occur elsewhere in the input or inside a placeholder),
+//! idempotency; and the same for the streaming form with tiny chunks.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -23,7 +23,10 @@ fn check(input: &str, out: &str, reds: &[Redaction]) {
     assert_eq!(rebuilt, out);
     for r in reds {
         let secret = &input[r.start..r.end];
-        if secret.len() >= 8 && input.matches(secret).count() == 1 {
+        // (A span can also be a piece of a placeholder: "assword-as" is in
+        // "[REDACTED:password-assignment]"; the fuzzer found that one.)
+        let in_placeholder = reds.iter().any(|x| x.replacement.contains(secret));
+        if secret.len() >= 8 && input.matches(secret).count() == 1 && !in_placeholder {
             assert!(!out.contains(secret), "redacted bytes survive");
         }
     }

@@ -46,13 +46,13 @@ fn session(n: u64) -> String {
     format!("10000000-0000-4000-8000-{n:012}")
 }
 
-fn guardian_run<S: SessionStore>(name: &str, mut g: Guardian<S>, samples: u64) {
+fn guardian_run<S: SessionStore>(name: &str, mut g: Guardian<S>, samples: u64, steps: usize) {
     let mut times = Vec::new();
     let mut next = 0u64;
     for s in 0..samples {
         let sid = session(s);
         let mut ids = Vec::new();
-        for i in 0..20 {
+        for i in 0..steps {
             next += 1;
             let origin = if i % 3 == 2 {
                 "tool_output"
@@ -102,14 +102,27 @@ fn main() {
         "handle(preCompact), 20-step session, memory",
         Guardian::new(Policy::default(), config.clone(), MemoryStore::new()),
         5000,
+        20,
     );
     let dir = std::env::temp_dir().join(format!("mnemo-latency-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let store = SqliteStore::open(&dir.join("g.sqlite3")).unwrap();
+    // As `mnemo guard stdio|http` opens it: checkpoints on a background thread.
+    let open = |name: &str| {
+        let mut store = SqliteStore::open(&dir.join(name)).unwrap();
+        store.checkpoint_in_background().unwrap();
+        store
+    };
     guardian_run(
         "handle(preCompact), 20-step session, sqlite",
-        Guardian::new(Policy::default(), config, store),
+        Guardian::new(Policy::default(), config.clone(), open("a.sqlite3")),
         2000,
+        20,
+    );
+    guardian_run(
+        "handle(preCompact), 10,000-step session, sqlite",
+        Guardian::new(Policy::default(), config, open("b.sqlite3")),
+        20,
+        10_000,
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

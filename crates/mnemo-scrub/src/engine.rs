@@ -26,6 +26,11 @@ pub(crate) struct Engine {
 
 /// The shapes of our own replacement texts (and Pantheon's): a candidate is
 /// never allowed to cover these, which makes scrubbing idempotent.
+/// Most re-searches after rejected matches in one line window: enough for
+/// any real line, and a bound on the work a hostile line can cause (each
+/// re-search is linear in the line).
+const MAX_RETRIES_PER_WINDOW: usize = 64;
+
 const MARKER_PATTERN: &str = r"\[(?:[A-Z0-9][A-Z0-9 ]* )?REDACTED(?::[a-z0-9-]*)?\]";
 
 impl Engine {
@@ -149,10 +154,15 @@ impl Engine {
         let input = Input::new(window).span(start..end).anchored(Anchored::Yes);
         match re.search(&input) {
             Some(m) => {
-                if markers.is_empty() || !in_marker(markers, m.start()) {
-                    self.accept(rule, re, ri, hay, window, (m.start(), m.end()), out);
+                let taken = (markers.is_empty() || !in_marker(markers, m.start()))
+                    && self.accept(rule, re, ri, hay, window, (m.start(), m.end()), out);
+                if taken {
+                    m.end().max(start + 1)
+                } else {
+                    // A rejected match must not hide a later keyword hit
+                    // inside it (the fuzzer found one).
+                    start + 1
                 }
-                m.end().max(start + 1)
             }
             None => start + 1,
         }
@@ -185,6 +195,7 @@ impl Engine {
         };
         let window = &hay[..le];
         let mut pos = ls;
+        let mut retries = 0usize;
         while pos <= le {
             let Some(m) = re.search(&Input::new(window).range(pos..)) else {
                 break;
@@ -193,10 +204,15 @@ impl Engine {
                 // May be cut by the window: rescan it from its own keyword hit.
                 return m.start();
             }
-            if markers.is_empty() || !in_marker(markers, m.start()) {
-                self.accept(rule, re, ri, hay, window, (m.start(), m.end()), out);
-            }
-            pos = if m.end() > m.start() {
+            let taken = (markers.is_empty() || !in_marker(markers, m.start()))
+                && self.accept(rule, re, ri, hay, window, (m.start(), m.end()), out);
+            pos = if !taken && m.end() > m.start() + 1 && retries < MAX_RETRIES_PER_WINDOW {
+                // A rejected match (placeholder, low entropy, code…) must not
+                // hide a real candidate that starts inside it: search again
+                // from the next byte (the fuzzer found such a secret).
+                retries += 1;
+                m.start() + 1
+            } else if m.end() > m.start() {
                 m.end()
             } else {
                 m.end() + 1
@@ -205,6 +221,8 @@ impl Engine {
         le
     }
 
+    /// Adds the candidate unless an allow-list, the entropy floor or a
+    /// rule condition rejects it; returns whether it was added.
     #[allow(clippy::too_many_arguments)]
     fn accept(
         &self,
@@ -215,7 +233,7 @@ impl Engine {
         window: &[u8],
         (mstart, mend): (usize, usize),
         out: &mut Vec<Span>,
-    ) {
+    ) -> bool {
         let (s, e) = if rule.has_groups {
             let mut caps = re.create_captures();
             let input = Input::new(window)
@@ -234,28 +252,28 @@ impl Engine {
             (mstart, mend)
         };
         if e <= s {
-            return;
+            return false;
         }
         let secret = &hay[s..e];
         if self.templates.iter().any(|r| r.is_match(secret)) {
-            return;
+            return false;
         }
         if rule.placeholders && self.is_placeholder(secret) {
-            return;
+            return false;
         }
         if rule.allow.iter().any(|r| r.is_match(secret)) {
-            return;
+            return false;
         }
         if let Some(min) = rule.entropy
             && crate::shannon_entropy(secret) < min
         {
-            return;
+            return false;
         }
         if rule.require_digit && !secret.iter().any(u8::is_ascii_digit) {
-            return;
+            return false;
         }
         if rule.code_aware && looks_like_code(hay, s, e) {
-            return;
+            return false;
         }
         let (s, e) = char_bounds(hay, s, e);
         out.push(Span {
@@ -263,6 +281,7 @@ impl Engine {
             start: s,
             end: e,
         });
+        true
     }
 
     fn is_placeholder(&self, secret: &[u8]) -> bool {

@@ -124,6 +124,30 @@ fn audit_find_matches_scrub() {
 }
 
 #[test]
+fn a_rejected_candidate_does_not_hide_a_secret_inside_it() {
+    // `pwd=` + "example-pass=…" is a placeholder ("example") and rejected; the
+    // real `pass=` assignment starts inside it. Found by fuzzing
+    // (idempotency failed: a second pass redacted what the first missed).
+    let out = scrub("login pwd=example-pass=Zq8kL2vR9mT4xW end");
+    assert_eq!(
+        out.text,
+        "login pwd=example-pass=[REDACTED:password-assignment] end"
+    );
+    assert_eq!(scrub(&out.text).text, out.text);
+    // Many rejected candidates on one line stay linear-bounded and still
+    // find the secret after them.
+    let line = format!(
+        "{} pass=Zq8kL2vR9mT4xW",
+        "pwd=example-pass=xxxxxxxxxxxx ".repeat(200)
+    );
+    assert!(
+        scrub(&line)
+            .text
+            .ends_with("pass=[REDACTED:password-assignment]")
+    );
+}
+
+#[test]
 fn no_secrets_no_change() {
     let input = "Added JWT auth endpoint with refresh token rotation.\nSee src/auth.rs.";
     let out = scrub(input);
