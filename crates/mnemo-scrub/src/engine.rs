@@ -154,10 +154,13 @@ impl Engine {
         let input = Input::new(window).span(start..end).anchored(Anchored::Yes);
         match re.search(&input) {
             Some(m) => {
-                let taken = (markers.is_empty() || !in_marker(markers, m.start()))
-                    && self.accept(rule, re, ri, hay, window, (m.start(), m.end()), out);
-                if taken {
-                    m.end().max(start + 1)
+                let taken = if markers.is_empty() || !in_marker(markers, m.start()) {
+                    self.accept(rule, re, ri, hay, window, (m.start(), m.end()), out)
+                } else {
+                    None
+                };
+                if let Some(secret_end) = taken {
+                    secret_end.max(start + 1)
                 } else {
                     // A rejected match must not hide a later keyword hit
                     // inside it (the fuzzer found one).
@@ -204,9 +207,17 @@ impl Engine {
                 // May be cut by the window: rescan it from its own keyword hit.
                 return m.start();
             }
-            let taken = (markers.is_empty() || !in_marker(markers, m.start()))
-                && self.accept(rule, re, ri, hay, window, (m.start(), m.end()), out);
-            pos = if !taken && m.end() > m.start() + 1 && retries < MAX_RETRIES_PER_WINDOW {
+            let taken = if markers.is_empty() || !in_marker(markers, m.start()) {
+                self.accept(rule, re, ri, hay, window, (m.start(), m.end()), out)
+            } else {
+                None
+            };
+            pos = if let Some(secret_end) = taken {
+                // Resume where the redaction ends, not where the match ends:
+                // trailing context (the host's first letter after
+                // `user:pass@`) can begin the next secret.
+                secret_end.max(m.start() + 1)
+            } else if m.end() > m.start() + 1 && retries < MAX_RETRIES_PER_WINDOW {
                 // A rejected match (placeholder, low entropy, code…) must not
                 // hide a real candidate that starts inside it: search again
                 // from the next byte (the fuzzer found such a secret).
@@ -222,7 +233,7 @@ impl Engine {
     }
 
     /// Adds the candidate unless an allow-list, the entropy floor or a
-    /// rule condition rejects it; returns whether it was added.
+    /// rule condition rejects it; returns the end of the secret when added.
     #[allow(clippy::too_many_arguments)]
     fn accept(
         &self,
@@ -233,7 +244,7 @@ impl Engine {
         window: &[u8],
         (mstart, mend): (usize, usize),
         out: &mut Vec<Span>,
-    ) -> bool {
+    ) -> Option<usize> {
         let (s, e) = if rule.has_groups {
             let mut caps = re.create_captures();
             let input = Input::new(window)
@@ -252,28 +263,28 @@ impl Engine {
             (mstart, mend)
         };
         if e <= s {
-            return false;
+            return None;
         }
         let secret = &hay[s..e];
         if self.templates.iter().any(|r| r.is_match(secret)) {
-            return false;
+            return None;
         }
         if rule.placeholders && self.is_placeholder(secret) {
-            return false;
+            return None;
         }
         if rule.allow.iter().any(|r| r.is_match(secret)) {
-            return false;
+            return None;
         }
         if let Some(min) = rule.entropy
             && crate::shannon_entropy(secret) < min
         {
-            return false;
+            return None;
         }
         if rule.require_digit && !secret.iter().any(u8::is_ascii_digit) {
-            return false;
+            return None;
         }
         if rule.code_aware && looks_like_code(hay, s, e) {
-            return false;
+            return None;
         }
         let (s, e) = char_bounds(hay, s, e);
         out.push(Span {
@@ -281,7 +292,7 @@ impl Engine {
             start: s,
             end: e,
         });
-        true
+        Some(e)
     }
 
     fn is_placeholder(&self, secret: &[u8]) -> bool {

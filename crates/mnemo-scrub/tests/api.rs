@@ -148,6 +148,18 @@ fn a_rejected_candidate_does_not_hide_a_secret_inside_it() {
 }
 
 #[test]
+fn trailing_context_of_a_match_can_begin_the_next_secret() {
+    // url-credentials ends its match one letter into the host; that letter
+    // begins the next URL's scheme. Found by fuzzing (idempotency).
+    let out = scrub("https://a:Zq8kL2vR9mT4@hg://b:Xy7wV6uT5sR4@host/x");
+    assert_eq!(
+        out.text,
+        "https://a:[REDACTED:url-credentials]@hg://b:[REDACTED:url-credentials]@host/x"
+    );
+    assert_eq!(scrub(&out.text).text, out.text);
+}
+
+#[test]
 fn no_secrets_no_change() {
     let input = "Added JWT auth endpoint with refresh token rotation.\nSee src/auth.rs.";
     let out = scrub(input);
