@@ -3,7 +3,7 @@
 # Usage: bench/guardian/http-load.sh [path/to/mnemo] [seconds] [connections]
 # Every request has a fresh request_id (replay protection stays on) and is a
 # steps/userMessage with provenance, so each one is validated, recorded and
-# chained. STORE=memory (default) or STORE=sqlite.
+# chained. STORE=memory (default) or STORE=sqlite; THREADS=N wrk threads (2).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 mnemo="${1:-target/release/mnemo}"
@@ -23,7 +23,7 @@ if [ "${STORE:-memory}" = sqlite ]; then store_args=(--store "$tmp/guardian.sqli
 pid=$!
 for _ in $(seq 50); do curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break; sleep 0.1; done
 if command -v wrk >/dev/null; then
-  wrk -t2 -c"$conns" -d"${secs}s" --latency -s "$here/user-message.lua" "http://127.0.0.1:$port/"
+  wrk -t"${THREADS:-2}" -c"$conns" -d"${secs}s" --latency -s "$here/user-message.lua" "http://127.0.0.1:$port/"
 elif command -v oha >/dev/null; then
   echo "oha: fixed body (replays answer -32005, still a full envelope check)" >&2
   oha -z "${secs}s" -c "$conns" -m POST -H 'Content-Type: application/json' -D "$here/user-message.json" "http://127.0.0.1:$port/"
