@@ -698,6 +698,15 @@ struct Collector {
 }
 
 impl Collector {
+    /// Pushes capture group 1 of every match of `re` (when it compiled).
+    fn push_group1(&mut self, re: Option<&Regex>, kind: FactKind, text: &str) {
+        for m in re.into_iter().flat_map(|r| r.captures_iter(text)) {
+            if let Some(t) = m.get(1) {
+                self.push(kind, t.as_str(), t.start());
+            }
+        }
+    }
+
     fn push(&mut self, kind: FactKind, text: &str, pos: usize) {
         let mut text = text
             .trim()
@@ -828,13 +837,7 @@ pub fn extract(text: &str, files: &[String]) -> Facts {
         }
     }
     // Tables.
-    if let Some(r) = TABLE_SQL.as_ref() {
-        for m in r.captures_iter(text) {
-            if let Some(t) = m.get(1) {
-                c.push(FactKind::Table, t.as_str(), t.start());
-            }
-        }
-    }
+    c.push_group1(TABLE_SQL.as_ref(), FactKind::Table, text);
     if let Some(r) = TABLE_BEFORE.as_ref() {
         for m in r.captures_iter(text) {
             if let Some(t) = m.get(1).or_else(|| m.get(2)).or_else(|| m.get(3))
@@ -927,20 +930,8 @@ pub fn extract(text: &str, files: &[String]) -> Facts {
             }
         }
     }
-    if let Some(r) = HOOK.as_ref() {
-        for m in r.captures_iter(text) {
-            if let Some(t) = m.get(1) {
-                c.push(FactKind::Component, t.as_str(), t.start());
-            }
-        }
-    }
-    if let Some(r) = HANDLER.as_ref() {
-        for m in r.captures_iter(text) {
-            if let Some(t) = m.get(1) {
-                c.push(FactKind::EventHandler, t.as_str(), t.start());
-            }
-        }
-    }
+    c.push_group1(HOOK.as_ref(), FactKind::Component, text);
+    c.push_group1(HANDLER.as_ref(), FactKind::EventHandler, text);
     // Environment variables.
     for r in [ENV.as_ref(), ENV_WORD.as_ref()].into_iter().flatten() {
         for m in r.captures_iter(text) {
@@ -1025,13 +1016,7 @@ pub fn extract(text: &str, files: &[String]) -> Facts {
             }
         }
     }
-    if let Some(r) = DEPLOY.as_ref() {
-        for m in r.captures_iter(text) {
-            if let Some(t) = m.get(1) {
-                c.push(FactKind::DeployTarget, t.as_str(), t.start());
-            }
-        }
-    }
+    c.push_group1(DEPLOY.as_ref(), FactKind::DeployTarget, text);
     // Files and directories.
     if let Some(r) = FILE.as_ref() {
         for m in r.captures_iter(text) {

@@ -248,16 +248,7 @@ pub fn render_zz(
                 gotcha,
             } = &e.summary.body
             {
-                o.push('\n');
-                let _ = writeln!(o, "**Entry:** {}", e.summary.title);
-                let _ = writeln!(
-                    o,
-                    "**Agent:** {} | **Score:** {}",
-                    e.agent,
-                    fmt_score(e.score)
-                );
-                let _ = writeln!(o, "**What changed:** {what}");
-                let _ = writeln!(o, "**To next agent:** {to_next}");
+                entry_head(&mut o, e, what, to_next);
                 let _ = writeln!(o, "**Gotcha:** {gotcha}");
             }
         }
@@ -266,16 +257,7 @@ pub fn render_zz(
         o.push_str("\n### HIGH (2-line)\n");
         for e in high {
             if let Body::High { what, to_next } = &e.summary.body {
-                o.push('\n');
-                let _ = writeln!(o, "**Entry:** {}", e.summary.title);
-                let _ = writeln!(
-                    o,
-                    "**Agent:** {} | **Score:** {}",
-                    e.agent,
-                    fmt_score(e.score)
-                );
-                let _ = writeln!(o, "**What changed:** {what}");
-                let _ = writeln!(o, "**To next agent:** {to_next}");
+                entry_head(&mut o, e, what, to_next);
             }
         }
     }
@@ -307,6 +289,20 @@ pub fn render_zz(
         );
     }
     o
+}
+
+/// The first four lines of an expanded (CRITICAL or HIGH) ZZ entry.
+fn entry_head(o: &mut String, e: &EntryView, what: &str, to_next: &str) {
+    o.push('\n');
+    let _ = writeln!(o, "**Entry:** {}", e.summary.title);
+    let _ = writeln!(
+        o,
+        "**Agent:** {} | **Score:** {}",
+        e.agent,
+        fmt_score(e.score)
+    );
+    let _ = writeln!(o, "**What changed:** {what}");
+    let _ = writeln!(o, "**To next agent:** {to_next}");
 }
 
 /// An entry of `## Completed Phases`: one line per budget line (CRITICAL 3,

@@ -318,8 +318,7 @@ impl<S: SessionStore> Guardian<S> {
             ));
         }
         let params_v = obj.get("params").unwrap_or(&Value::Null);
-        let params = AcsParams::deserialize(params_v)
-            .map_err(|e| RpcError::new(codes::INVALID_PARAMS, format!("invalid params: {e}")))?;
+        let params: AcsParams = typed(params_v)?;
         self.check_signature(req, &params)?;
         let now = (self.clock)();
         if let Some(window) = self.config.skew_window_ms {
@@ -346,7 +345,7 @@ impl<S: SessionStore> Guardian<S> {
         }
         let session = params.metadata.session_id.clone();
         if method == "handshake/hello" {
-            return self.hello(&params, &session);
+            return self.hello(&params, params_v, &session);
         }
         if self.config.require_handshake
             && method != "system/ping"
@@ -358,7 +357,7 @@ impl<S: SessionStore> Guardian<S> {
             )
             .with(json!({"session_id": session})));
         }
-        let payload = params_v.get("payload").unwrap_or(&Value::Null);
+        let payload = payload_of(params_v);
         if let Some(schema) = validate::payload_schema(method)
             && let Err(e) = validate::validate(schema, payload, "/params/payload")
         {
@@ -425,14 +424,18 @@ impl<S: SessionStore> Guardian<S> {
             .map_err(|_| RpcError::new(codes::SIGNATURE_INVALID, "signature does not verify"))
     }
 
-    fn hello(&mut self, params: &AcsParams, session: &str) -> Result<Value, RpcError> {
-        let payload = Value::Object(params.payload.clone());
+    fn hello(
+        &mut self,
+        params: &AcsParams,
+        params_v: &Value,
+        session: &str,
+    ) -> Result<Value, RpcError> {
+        let payload = payload_of(params_v);
         if let Some(schema) = validate::payload_schema("handshake/hello") {
-            validate::validate(schema, &payload, "/params/payload")
+            validate::validate(schema, payload, "/params/payload")
                 .map_err(|e| RpcError::invalid(codes::INVALID_PARAMS, &e))?;
         }
-        let hello: ClientHello = serde_json::from_value(payload)
-            .map_err(|e| RpcError::new(codes::INVALID_PARAMS, format!("invalid params: {e}")))?;
+        let hello: ClientHello = typed(payload)?;
         if !hello
             .acs_versions_supported
             .iter()
@@ -498,8 +501,7 @@ impl<S: SessionStore> Guardian<S> {
         params_v: &Value,
         session: &str,
     ) -> Result<Value, RpcError> {
-        let pc = PreCompact::deserialize(params_v.get("payload").unwrap_or(&Value::Null))
-            .map_err(|e| RpcError::new(codes::INVALID_PARAMS, format!("invalid params: {e}")))?;
+        let pc: PreCompact = typed(payload_of(params_v))?;
         let steps = self.store.steps(session)?;
         let by_id: HashMap<&str, &StepRecord> =
             steps.iter().map(|s| (s.step_id.as_str(), s)).collect();
@@ -720,8 +722,7 @@ impl<S: SessionStore> Guardian<S> {
         params_v: &Value,
         session: &str,
     ) -> Result<Value, RpcError> {
-        let pc = PostCompact::deserialize(params_v.get("payload").unwrap_or(&Value::Null))
-            .map_err(|e| RpcError::new(codes::INVALID_PARAMS, format!("invalid params: {e}")))?;
+        let pc: PostCompact = typed(payload_of(params_v))?;
         let steps = self.store.steps(session)?;
         let mut problems: Vec<(&str, String)> = Vec::new();
         // Lineage union over the compacted entries.
@@ -1015,6 +1016,17 @@ pub fn parse_request(bytes: &[u8], max_request_bytes: usize) -> Result<Value, Va
             &RpcError::new(codes::PARSE_ERROR, format!("parse error: {e}")),
         )
     })
+}
+
+/// The `payload` member of a request's `params`.
+fn payload_of(params: &Value) -> &Value {
+    params.get("payload").unwrap_or(&Value::Null)
+}
+
+/// Deserialises params or a payload into its typed model; -32602 when it does not fit.
+fn typed<'a, T: Deserialize<'a>>(v: &'a Value) -> Result<T, RpcError> {
+    T::deserialize(v)
+        .map_err(|e| RpcError::new(codes::INVALID_PARAMS, format!("invalid params: {e}")))
 }
 
 /// Serialises a response.

@@ -462,12 +462,7 @@ impl Conn {
                 }
                 http::Parsed::Refused(r) => {
                     slots.push(if r.declared.is_some() {
-                        Slot::Ready {
-                            status: r.status,
-                            content_type: "application/json",
-                            body: error_bytes(-32600, &r.reason),
-                            keep_alive: false,
-                        }
+                        json(r.status, error_bytes(-32600, &r.reason), false)
                     } else {
                         text(r.status, r.reason, false)
                     });
@@ -481,12 +476,7 @@ impl Conn {
                     if request.method == "GET"
                         && (request.path == "/health" || request.path == "/healthz")
                     {
-                        slots.push(Slot::Ready {
-                            status: "200 OK",
-                            content_type: "text/plain",
-                            body: b"ok".to_vec(),
-                            keep_alive,
-                        });
+                        slots.push(text("200 OK", "ok".into(), keep_alive));
                     } else if request.method != "POST" {
                         slots.push(text(
                             "405 Method Not Allowed",
@@ -504,12 +494,11 @@ impl Conn {
                                     keep_alive,
                                 });
                             }
-                            Err(resp) => slots.push(Slot::Ready {
-                                status: "200 OK",
-                                content_type: "application/json",
-                                body: protocol::encode_response(&resp),
+                            Err(resp) => slots.push(json(
+                                "200 OK",
+                                protocol::encode_response(&resp),
                                 keep_alive,
-                            }),
+                            )),
                         }
                     }
                     if !keep_alive {
@@ -568,6 +557,15 @@ impl Conn {
                 .is_ok();
         }
         true
+    }
+}
+
+fn json(status: &'static str, body: Vec<u8>, keep_alive: bool) -> Slot {
+    Slot::Ready {
+        status,
+        content_type: "application/json",
+        body,
+        keep_alive,
     }
 }
 

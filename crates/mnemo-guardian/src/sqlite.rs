@@ -101,10 +101,7 @@ impl SqliteStore {
         let mut out = Vec::new();
         for row in rows {
             let (canonical, bytes) = row?;
-            let hash: Hash = bytes
-                .try_into()
-                .map_err(|_| StoreError::Corrupt("chain hash length".into()))?;
-            out.push((canonical, hash));
+            out.push((canonical, hash_from(bytes)?));
         }
         Ok(out)
     }
@@ -124,6 +121,12 @@ impl SqliteStore {
             checkpointer: None,
         })
     }
+}
+
+fn hash_from(bytes: Vec<u8>) -> Result<Hash, StoreError> {
+    bytes
+        .try_into()
+        .map_err(|_| StoreError::Corrupt("chain hash length".into()))
 }
 
 fn verdict_from(s: &str) -> Result<Verdict, StoreError> {
@@ -232,12 +235,7 @@ impl SessionStore for SqliteStore {
             .optional()?;
         match row {
             None => Ok(None),
-            Some((seq, bytes)) => {
-                let h: Hash = bytes
-                    .try_into()
-                    .map_err(|_| StoreError::Corrupt("chain hash length".into()))?;
-                Ok(Some((seq.max(0) as u64, h)))
-            }
+            Some((seq, bytes)) => Ok(Some((seq.max(0) as u64, hash_from(bytes)?))),
         }
     }
     fn append_chain(

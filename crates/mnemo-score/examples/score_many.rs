@@ -2,11 +2,11 @@
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use mnemo_model::Config;
-use mnemo_score::{Engine, ScoreInput};
+use mnemo_score::Engine;
 
 #[path = "support/corpus.rs"]
 mod corpus;
-use corpus::summaries;
+use corpus::{score_all, summaries};
 
 fn main() {
     let n: usize = std::env::args()
@@ -16,17 +16,7 @@ fn main() {
     let texts = summaries(n);
     let engine = Engine::new(&Config::default()).unwrap();
     let start = std::time::Instant::now();
-    let mut sum = 0u64;
-    for t in &texts {
-        let s = engine.score(&ScoreInput {
-            text: t,
-            files: 3,
-            from: Some("hermes"),
-            to: Some("aphrodite"),
-            ..Default::default()
-        });
-        sum += u64::from(s.total.ten_thousandths());
-    }
+    let sum = score_all(&engine, &texts);
     let el = start.elapsed();
     println!(
         "{n} records in {el:?}: {:.0} records/s (checksum {sum})",

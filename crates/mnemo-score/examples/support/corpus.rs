@@ -1,4 +1,24 @@
-//! The 1 KB summaries shared by the scoring benchmark and the profiling example.
+//! The 1 KB summaries shared by the scoring benchmark and the profiling
+//! example, and the loop both time.
+
+use mnemo_score::{Engine, ScoreInput};
+
+/// Scores every text as the same hand-off (3 files, hermes → aphrodite);
+/// returns the sum of totals so the work cannot be optimised away.
+pub fn score_all(engine: &Engine, texts: &[String]) -> u64 {
+    let mut sum = 0u64;
+    for t in texts {
+        let s = engine.score(&ScoreInput {
+            text: t,
+            files: 3,
+            from: Some("hermes"),
+            to: Some("aphrodite"),
+            ..Default::default()
+        });
+        sum += u64::from(s.total.ten_thousandths());
+    }
+    sum
+}
 
 /// Deterministic 1 KB summaries made of realistic phrases.
 pub fn summaries(n: usize) -> Vec<String> {
