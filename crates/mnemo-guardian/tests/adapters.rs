@@ -165,6 +165,35 @@ fn hook_decides_even_when_the_store_cannot_be_opened() {
 }
 
 #[test]
+fn hook_keeps_every_note_when_store_and_transcript_both_fail() {
+    let dir = std::env::temp_dir().join(format!("mnemo-hook-twonotes-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let store = dir.join("guardian.sqlite3");
+    std::fs::create_dir_all(&store).unwrap();
+    let opts = GuardOptions {
+        policy: None,
+        store: Some(store),
+        memory: false,
+    };
+    let input =
+        br#"{"session_id": "s", "transcript_path": "/nonexistent/t.jsonl", "trigger": "auto"}"#;
+    let run = run_pre_compact(Host::ClaudeCode, BlockStyle::ExitCode, &opts, &input[..]).unwrap();
+    assert!(
+        run.output.stderr.contains("session store unavailable"),
+        "{}",
+        run.output.stderr
+    );
+    assert!(
+        run.output
+            .stderr
+            .contains("cannot read transcript /nonexistent/t.jsonl"),
+        "{}",
+        run.output.stderr
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn tool_names_map_to_origins() {
     assert_eq!(tool_origin("WebSearch", None).0, Origin::External);
     assert_eq!(

@@ -64,22 +64,12 @@ pub fn run_pre_compact(
     let hook = parse_hook_input(&buf)
         .map_err(|e| ServeError::Config(format!("hook input on stdin is not valid JSON: {e}")))?;
     let text = match hook.transcript_path.as_deref() {
-        Some(p) if !p.is_empty() => match std::fs::File::open(p) {
-            Ok(f) => {
-                let mut s = String::new();
-                match f.take(MAX_TRANSCRIPT).read_to_string(&mut s) {
-                    Ok(_) => s,
-                    Err(e) => {
-                        note = format!("mnemo guardian: cannot read transcript {p}: {e}\n");
-                        String::new()
-                    }
-                }
-            }
-            Err(e) => {
-                note = format!("mnemo guardian: cannot read transcript {p}: {e}\n");
-                String::new()
-            }
-        },
+        Some(p) if !p.is_empty() => read_transcript(p).unwrap_or_else(|e| {
+            note.push_str(&format!(
+                "mnemo guardian: cannot read transcript {p}: {e}\n"
+            ));
+            String::new()
+        }),
         _ => String::new(),
     };
     let (entries, bad) = match host {
@@ -123,6 +113,15 @@ pub fn run_pre_compact(
         bad_lines: bad,
         recorded,
     })
+}
+
+/// The transcript, at most [`MAX_TRANSCRIPT`] bytes of it.
+fn read_transcript(path: &str) -> std::io::Result<String> {
+    let mut s = String::new();
+    std::fs::File::open(path)?
+        .take(MAX_TRANSCRIPT)
+        .read_to_string(&mut s)?;
+    Ok(s)
 }
 
 /// A fresh UUID-shaped id (version 4 layout) for one hook decision, from
