@@ -127,3 +127,49 @@ fn hook_with_memory_store_writes_nothing_and_bad_input_never_blocks() {
         ));
     let _ = std::fs::remove_dir_all(&home);
 }
+
+/// The README's "try it" commands on the bundled examples, run from the
+/// repository root as the README says.
+#[test]
+fn readme_guardian_examples_work_as_documented() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let ex = root.join("examples/guardian");
+    let out = Command::cargo_bin("mnemo")
+        .unwrap()
+        .current_dir(&root)
+        .args([
+            "guard",
+            "check",
+            "--memory",
+            "--policy",
+            "examples/guardian/policy.toml",
+        ])
+        .pipe_stdin(ex.join("pre-compact.json"))
+        .unwrap()
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(v["result"]["decision"], "deny", "{v}");
+    assert_eq!(
+        v["result"]["policy_data"]["aarm"]["earliest_untrusted_step_id"],
+        "step-2"
+    );
+    assert!(
+        v["result"]["reasoning"]
+            .as_str()
+            .unwrap()
+            .contains("This ends with")
+    );
+    Command::cargo_bin("mnemo")
+        .unwrap()
+        .current_dir(&root)
+        .args(["hook", "claude-code", "pre-compact", "--memory"])
+        .pipe_stdin(ex.join("hook-input.json"))
+        .unwrap()
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("earliest at step e3"));
+}
