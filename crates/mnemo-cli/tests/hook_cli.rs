@@ -125,6 +125,21 @@ fn hook_with_memory_store_writes_nothing_and_bad_input_never_blocks() {
         .stderr(predicate::str::contains(
             "hook input on stdin is not valid JSON",
         ));
+    // The same with the default store: nothing is created.
+    Command::cargo_bin("mnemo")
+        .unwrap()
+        .args(["hook", "codex", "pre-compact"])
+        .env("MNEMO_HOME", &home)
+        .write_stdin("{not json")
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "hook input on stdin is not valid JSON",
+        ));
+    assert!(
+        !home.join("guardian.sqlite3").exists(),
+        "bad input wrote the store"
+    );
     let _ = std::fs::remove_dir_all(&home);
 }
 

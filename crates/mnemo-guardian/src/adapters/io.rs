@@ -38,8 +38,13 @@ pub fn run_pre_compact(
     opts: &GuardOptions,
     input: impl Read,
 ) -> Result<HookRun, ServeError> {
-    // A policy error stops here (exit non-zero, nothing blocked); a store
-    // that cannot be opened only loses the record, never the decision.
+    let mut buf = Vec::new();
+    input.take(MAX_HOOK_INPUT).read_to_end(&mut buf)?;
+    let hook = parse_hook_input(&buf)
+        .map_err(|e| ServeError::Config(format!("hook input on stdin is not valid JSON: {e}")))?;
+    // Bad input and a policy error stop here, before the store is opened
+    // (exit non-zero, nothing blocked, nothing written); a store that cannot
+    // be opened only loses the record, never the decision.
     let mut note = String::new();
     let (mut guardian, persistent) = match open_guardian(opts, Transport::Stdio, true) {
         Ok(g) => (g, !opts.memory),
@@ -59,10 +64,6 @@ pub fn run_pre_compact(
             (open_guardian(&memory, Transport::Stdio, true)?, false)
         }
     };
-    let mut buf = Vec::new();
-    input.take(MAX_HOOK_INPUT).read_to_end(&mut buf)?;
-    let hook = parse_hook_input(&buf)
-        .map_err(|e| ServeError::Config(format!("hook input on stdin is not valid JSON: {e}")))?;
     let text = match hook.transcript_path.as_deref() {
         Some(p) if !p.is_empty() => read_transcript(p).unwrap_or_else(|e| {
             note.push_str(&format!(
