@@ -74,13 +74,7 @@ fn read(bank: &Bank, rel: &str) -> String {
 }
 
 fn shared() -> Option<PathBuf> {
-    let p = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared"));
-    if p.is_dir() {
-        Some(p)
-    } else {
-        println!("SKIPPED: ../shared not found");
-        None
-    }
+    mnemo_testkit::shared_dir()
 }
 
 fn copy_dir(from: &Path, to: &Path) {

@@ -180,12 +180,7 @@ fn git(dir: &Path, args: &[&str]) {
 
 #[test]
 fn history_and_restore_over_git() {
-    if std::process::Command::new("git")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        println!("SKIPPED: git not found");
+    if !mnemo_testkit::require_command("git", &["--version"], "history and restore use git") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -23,7 +23,7 @@ fn sdk_installed(python: &str) -> bool {
 fn python_sdk_client_drives_every_tool() {
     let python = python();
     if !sdk_installed(&python) {
-        println!("SKIPPED: python mcp SDK not installed");
+        mnemo_testkit::skip("the Python MCP SDK is not installed (pip install mcp==2.3.0)");
         return;
     }
     let binary = assert_cmd::cargo::cargo_bin("mnemo");

@@ -9,14 +9,12 @@ use assert_cmd::Command;
 use serde_json::Value;
 
 fn fixtures_root() -> Option<PathBuf> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/pantheon-fixtures");
-    root.is_dir().then_some(root)
+    mnemo_testkit::shared("pantheon-fixtures")
 }
 
 #[test]
 fn every_compress_inline_case_matches_byte_for_byte() {
     let Some(root) = fixtures_root() else {
-        eprintln!("SKIPPED: ../shared not found (Pantheon conformance cases)");
         return;
     };
     let cases: Vec<Value> = serde_json::from_str(

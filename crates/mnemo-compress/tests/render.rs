@@ -248,13 +248,12 @@ fn golden_phase_outputs() {
 
 #[test]
 fn zz_format_matches_the_spec_example_structure() {
-    let Ok(example) = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/pantheon-fixtures/spec-examples/ZZ-phase1-context.example.md"
-    )) else {
-        println!("SKIPPED: ../shared not found");
+    let Some(example) =
+        mnemo_testkit::shared("pantheon-fixtures/spec-examples/ZZ-phase1-context.example.md")
+    else {
         return;
     };
+    let example = std::fs::read_to_string(example).unwrap();
     let ours = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/golden/ZZ-phase1-context.md"

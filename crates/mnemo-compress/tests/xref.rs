@@ -9,17 +9,9 @@ use mnemo_compress::xref::{
 use mnemo_model::{Status, SummaryRecord, Verdict};
 use mnemo_score::Band;
 
-const SHARED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared");
-
 fn shared(rel: &str) -> Option<String> {
-    let p = std::path::Path::new(SHARED).join(rel);
-    match std::fs::read_to_string(&p) {
-        Ok(s) => Some(s),
-        Err(_) => {
-            println!("SKIPPED: ../shared not found");
-            None
-        }
-    }
+    let p = mnemo_testkit::shared(rel)?;
+    Some(std::fs::read_to_string(&p).unwrap())
 }
 
 fn endpoint(name: &str) -> NewRef {

@@ -3,17 +3,15 @@
 
 use mnemo_guardian::{chain, jcs};
 use serde_json::Value;
-use std::path::PathBuf;
 
 #[test]
 fn acs_chain_vectors() {
-    let path = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared")).join(
+    let Some(path) = mnemo_testkit::shared(
         "acs/repo-data/reference-implementations/agt-go/internal/chain/testdata/vectors.json",
-    );
-    let Ok(text) = std::fs::read_to_string(&path) else {
-        println!("SKIPPED: ../shared not found");
+    ) else {
         return;
     };
+    let text = std::fs::read_to_string(&path).unwrap();
     let v: Value = serde_json::from_str(&text).unwrap();
     let rh = &v["request_hash"];
     assert_eq!(

@@ -10,15 +10,6 @@ use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-fn shared() -> Option<PathBuf> {
-    let p = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared"));
-    if p.join("acs/v0.1.0").is_dir() {
-        Some(p)
-    } else {
-        None
-    }
-}
-
 fn fixtures() -> PathBuf {
     PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures"))
 }
@@ -264,8 +255,7 @@ fn requests(root: &Path) -> Vec<(String, Value)> {
 
 #[test]
 fn validator_agrees_with_official_schemas() {
-    let Some(shared) = shared() else {
-        println!("SKIPPED: ../shared not found");
+    let Some(shared) = mnemo_testkit::shared_dir() else {
         return;
     };
     let root = shared.join("acs/v0.1.0");
@@ -342,8 +332,7 @@ fn validator_agrees_with_official_schemas() {
 
 #[test]
 fn responses_agree_with_official_schema() {
-    let Some(shared) = shared() else {
-        println!("SKIPPED: ../shared not found");
+    let Some(shared) = mnemo_testkit::shared_dir() else {
         return;
     };
     let root = shared.join("acs/v0.1.0");

@@ -71,12 +71,9 @@ proptest! {
 
 #[test]
 fn pantheon_artifacts_parse() {
-    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/pantheon-fixtures");
-    if !root.is_dir() {
-        eprintln!("SKIPPED: ../shared not found (Pantheon artifacts)");
+    let Some(root) = mnemo_testkit::shared("pantheon-fixtures") else {
         return;
-    }
+    };
     for name in ["subtask-demeter.json", "subtask-hermes.json"] {
         let text = std::fs::read_to_string(root.join("artifacts").join(name)).unwrap();
         let recs = parse_records(&text, name, Format::Json).unwrap();

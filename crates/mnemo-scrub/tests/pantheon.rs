@@ -6,16 +6,9 @@
 
 use mnemo_scrub::{ReplacementStyle, scrub, scrub_with};
 use serde_json::Value;
-use std::path::PathBuf;
 
-fn shared() -> Option<PathBuf> {
-    let p = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared"));
-    if p.is_dir() {
-        Some(p)
-    } else {
-        println!("SKIPPED: ../shared not found");
-        None
-    }
+fn shared() -> Option<std::path::PathBuf> {
+    mnemo_testkit::shared_dir()
 }
 
 fn input_of(case: &Value) -> String {
