@@ -19,6 +19,14 @@ impl fmt::Display for Hint {
 
 impl std::error::Error for Hint {}
 
+/// True when the error comes from writing to a pipe whose reader has gone.
+pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
 /// An error with a hint below it.
 pub fn hinted(message: impl fmt::Display, hint: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(Hint(hint.into())).context(message.to_string())

@@ -21,19 +21,46 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-/// Keeps the working memory of multi-agent coding workflows small,
+/// mnemo keeps the working memory of multi-agent coding workflows small,
 /// prioritised, secret-free and provenance-safe.
+///
+/// Agents finish a phase and return summaries: `mnemo gate` scores them,
+/// compresses them to a line budget and writes them into a markdown memory
+/// bank in the repository, and `mnemo handoff` prints what the next agent
+/// reads. A Guardian (`mnemo guard`, `mnemo hook`) decides whether a
+/// compaction may happen at all, so untrusted content is never laundered
+/// into trusted summaries. `mnemo inline` is a drop-in for Pantheon's
+/// compress-inline.py, `mnemo mcp` an MCP server.
 #[derive(Debug, Parser)]
-#[command(name = "mnemo", version, about, long_about = None, propagate_version = true)]
+#[command(
+    name = "mnemo",
+    version,
+    about = "mnemo keeps the working memory of multi-agent coding workflows small, prioritised, secret-free and provenance-safe.",
+    long_about,
+    propagate_version = true,
+    after_help = "Start with `mnemo gate` (a batch of summaries into the bank) and `mnemo handoff`; \
+`mnemo <command> --help` describes each command."
+)]
 struct Cli {
     /// Configuration file (default: `mnemo.toml` found upward from the working directory).
-    #[arg(long, global = true, value_name = "FILE", env = "MNEMO_CONFIG")]
+    #[arg(
+        long,
+        global = true,
+        value_name = "FILE",
+        env = "MNEMO_CONFIG",
+        help_heading = "Global options"
+    )]
     config: Option<PathBuf>,
     /// Memory bank root (default: `paths.bank` of the configuration, `.pantheon/memory-bank`).
-    #[arg(long, global = true, value_name = "DIR")]
+    #[arg(
+        long,
+        global = true,
+        value_name = "DIR",
+        help_heading = "Global options"
+    )]
     bank: Option<PathBuf>,
     /// Print nothing but the command's output (no notes or progress on stderr).
-    #[arg(long, short, global = true)]
+    #[arg(long, short, global = true, help_heading = "Global options")]
     quiet: bool,
     #[command(subcommand)]
     command: Command,
@@ -43,7 +70,7 @@ struct Cli {
 enum Command {
     /// Score one summary, or every record of a markdown, JSON or YAML input.
     Score(score_cmd::ScoreArgs),
-    /// Drop-in for Pantheon's compress-inline.py (modes score, compress, stats, batch).
+    /// Drop-in for Pantheon's compress-inline.py (score, compress, stats, batch) and scrub-secrets.py (scrub).
     Inline(inline_cmd::InlineCmd),
     /// Redact secrets from a file or standard input (or list them with --audit).
     Scrub(scrub_cmd::ScrubArgs),
@@ -72,7 +99,7 @@ enum Command {
     History(bank_cmd::HistoryArgs),
     /// Restore a bank file from git (refuses to destroy uncommitted changes).
     Restore(bank_cmd::RestoreArgs),
-    /// MCP server on stdio.
+    /// MCP server on stdio (exits 0 when the client closes standard input).
     Mcp,
     /// The ACS Guardian for compaction: stdio server, HTTP server, or one request.
     #[command(subcommand)]
@@ -94,7 +121,19 @@ pub struct Global {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // `mnemo inline …` takes the scripts' own command line: no clap, no
+    // configuration, so that the drop-in starts as fast as the binary can.
+    if std::env::args_os().nth(1).is_some_and(|a| a == "inline") {
+        return inline_cmd::run_raw(std::env::args_os().skip(2).collect());
+    }
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // --help and --version print to stdout; a closed pipe is fine.
+            let _ = e.print();
+            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+        }
+    };
     let global = Global {
         config: cli.config,
         bank: cli.bank,
@@ -102,7 +141,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Score(args) => score_cmd::run(args, &global),
-        Command::Inline(cmd) => inline_cmd::run(cmd, &global),
+        Command::Inline(cmd) => Ok(inline_cmd::run(cmd)),
         Command::Scrub(args) => scrub_cmd::run(args, &global),
         Command::Stats(args) => stats_cmd::run(args, &global),
         Command::Init(args) => config_cmd::init(args, &global),
@@ -122,6 +161,9 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
+        // A reader that went away (`mnemo stats … | head -1`) ends the
+        // command quietly, as it ends other Unix tools.
+        Err(e) if io_util::is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             report(&e);
             ExitCode::FAILURE

@@ -6,7 +6,8 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use mnemo_inline::{count_tokens_o200k, estimate_tokens, python_line_count};
+use mnemo_inline::python_line_count;
+use mnemo_tokens::{count_o200k, estimate};
 use serde_json::json;
 
 use crate::Global;
@@ -40,8 +41,8 @@ pub fn run(args: StatsArgs, _global: &Global) -> Result<ExitCode> {
             "give the text as TEXT, or a file with --input FILE (`-` for standard input)"
         )),
     };
-    let tokens = count_tokens_o200k(&text);
-    let estimate = estimate_tokens(&text);
+    let tokens = count_o200k(&text)?;
+    let estimate = estimate(&text);
     let lines = python_line_count(&text);
     let chars = text.chars().count();
     let bytes = text.len();

@@ -340,11 +340,11 @@ impl MnemoServer {
 
     /// [`MnemoServer::new`] with an explicit directory for batch files.
     pub fn with_root(
-        config: &Config,
+        _config: &Config,
         store: StoreSource,
         root: PathBuf,
     ) -> Result<Self, ServerError> {
-        let inline = Inline::new(config).map_err(|e| ServerError::Config(e.to_string()))?;
+        let inline = Inline::pantheon();
         let root = root.canonicalize().unwrap_or(root);
         let (path, slot) = match store {
             StoreSource::Path(p) => (Some(p), None),
