@@ -43,9 +43,12 @@ pub struct GateArgs {
     /// Who decides whether compaction is allowed.
     #[command(flatten)]
     guardian: GuardianArgs,
-    /// Subtask summaries (markdown, JSON or YAML; `-` for standard input).
-    #[arg(value_name = "SUMMARY", required = true)]
+    /// Subtask summary files (markdown, JSON or YAML; `-` for standard input).
+    #[arg(value_name = "SUMMARY", required_unless_present = "input")]
     summaries: Vec<PathBuf>,
+    /// Same as SUMMARY (repeatable).
+    #[arg(long, short, value_name = "FILE")]
+    input: Vec<PathBuf>,
 }
 
 /// The Guardian that `gate` and `compress` ask before compacting.
@@ -92,6 +95,9 @@ pub struct CompressArgs {
     /// Further summary files to compress besides those in `.tmp/`.
     #[arg(value_name = "FILE")]
     files: Vec<PathBuf>,
+    /// Same as FILE (repeatable).
+    #[arg(long, short, value_name = "FILE")]
+    input: Vec<PathBuf>,
 }
 
 /// Arguments of `mnemo feature-complete`.
@@ -239,7 +245,8 @@ pub fn gate(args: GateArgs, global: &Global) -> Result<ExitCode> {
         trigger: Trigger::FrameworkInitiated,
         lock_timeout: LOCK_TIMEOUT,
     };
-    let r = ops::gate(&bank, &config, &opts, &inputs(&args.summaries)?)?;
+    let paths: Vec<PathBuf> = args.summaries.into_iter().chain(args.input).collect();
+    let r = ops::gate(&bank, &config, &opts, &inputs(&paths)?)?;
     report_gate(global, &r);
     out(&r.confirmation)
 }
@@ -260,7 +267,8 @@ pub fn compress(args: CompressArgs, global: &Global) -> Result<ExitCode> {
         trigger: Trigger::Manual,
         lock_timeout: LOCK_TIMEOUT,
     };
-    let (r, flags) = ops::compress(&bank, &config, &opts, &inputs(&args.files)?)?;
+    let paths: Vec<PathBuf> = args.files.into_iter().chain(args.input).collect();
+    let (r, flags) = ops::compress(&bank, &config, &opts, &inputs(&paths)?)?;
     report_gate(global, &r);
     say(global, &flags);
     out(&r.confirmation)
@@ -347,9 +355,42 @@ pub fn doctor(_args: DoctorArgs, global: &Global) -> Result<ExitCode> {
     })
 }
 
+/// Words git's failures for a bank file as mnemo errors: a file outside any
+/// git repository, or in a directory that does not exist, says so with a
+/// hint instead of git's raw `fatal:` line.
+fn git_error(file: &Path, e: mnemo_bank::BankError) -> anyhow::Error {
+    let text = e.to_string();
+    let dir = match file.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    if !dir.is_dir() {
+        return hinted(
+            format!("{}: no such directory", dir.display()),
+            "check the path of the bank file",
+        );
+    }
+    if text.contains("not a git repository") {
+        return hinted(
+            format!(
+                "{}: not inside a git repository, so it has no history",
+                file.display()
+            ),
+            "mnemo keeps the bank's history in git: commit the bank in the project's repository (`git add .pantheon/memory-bank && git commit`), then ask again",
+        );
+    }
+    if text.starts_with("cannot run git") {
+        return hinted(
+            "git is not installed",
+            "install git; history and restore use it",
+        );
+    }
+    anyhow::Error::new(e)
+}
+
 /// `mnemo history FILE`.
 pub fn history(args: HistoryArgs, _global: &Global) -> Result<ExitCode> {
-    let revs = git::history(&args.file)?;
+    let revs = git::history(&args.file).map_err(|e| git_error(&args.file, e))?;
     let mut o = std::io::stdout().lock();
     for r in &revs {
         writeln!(o, "{} {} {}", r.rev, r.date, r.subject)
@@ -363,6 +404,7 @@ pub fn history(args: HistoryArgs, _global: &Global) -> Result<ExitCode> {
 /// `mnemo restore FILE --to REV`.
 pub fn restore(args: RestoreArgs, global: &Global) -> Result<ExitCode> {
     let (_, bank) = setup(global)?;
-    let line = git::restore(&bank, &args.file, &args.rev, LOCK_TIMEOUT)?;
+    let line = git::restore(&bank, &args.file, &args.rev, LOCK_TIMEOUT)
+        .map_err(|e| git_error(&args.file, e))?;
     out(&line)
 }

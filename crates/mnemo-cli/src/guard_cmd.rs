@@ -56,6 +56,15 @@ pub enum GuardCommand {
     },
     /// Answer one JSON-RPC request read from stdin on stdout (no handshake
     /// needed; session state persists between calls).
+    ///
+    /// Exit status: 0 when the answer is a result (an allow or a deny is an
+    /// answer: read `decision` in it); 1 when it is a JSON-RPC error (a
+    /// malformed request, a failed envelope check, an unknown method: the
+    /// error object is still printed on stdout), or when no answer could be
+    /// given at all (the reason on stderr).
+    #[command(
+        after_help = "Exit status: 0 for a result (allow or deny: a deny is an answer, not an error); 1 for a JSON-RPC error answer (printed on stdout) or when no answer could be given."
+    )]
     Check {
         /// Policy and store.
         #[command(flatten)]
@@ -130,9 +139,21 @@ pub fn run_guard(cmd: GuardCommand, quiet: bool) -> anyhow::Result<ExitCode> {
             out.write_all(&reply)?;
             out.write_all(b"\n")?;
             out.flush()?;
+            if is_error_answer(&reply) {
+                return Ok(ExitCode::from(1));
+            }
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// True when a JSON-RPC answer is an error object (`"error"` beside
+/// `"id"`, no `"result"`); an answer that is not JSON counts as an error.
+fn is_error_answer(reply: &[u8]) -> bool {
+    match serde_json::from_slice::<serde_json::Value>(reply) {
+        Ok(v) => v.get("error").is_some() || v.get("result").is_none(),
+        Err(_) => true,
+    }
 }
 
 /// Runs `mnemo hook …`. Errors (unreadable hook input, bad policy) exit

@@ -1,12 +1,13 @@
 //! `mnemo mcp`: the MCP server on stdio.
 //!
 //! Standard output carries MCP frames only; the one startup note goes to
-//! stderr (and not at all with `--quiet`).
+//! stderr (and not at all with `--quiet`). A client that closes standard
+//! input, even before its first message, ends the server normally (exit 0).
 
 use std::io::Write;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, anyhow};
 use mnemo_mcp::{BankContext, MnemoServer, StoreSource, store};
 
 use crate::Global;
@@ -48,8 +49,18 @@ pub fn run(global: &Global) -> Result<ExitCode> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    runtime
-        .block_on(mnemo_mcp::serve_stdio(server))
-        .context("MCP server")?;
+    runtime.block_on(async {
+        match rmcp::ServiceExt::serve(server, rmcp::transport::stdio()).await {
+            Ok(running) => running
+                .waiting()
+                .await
+                .map(|_| ())
+                .map_err(|e| anyhow!("MCP server: the server stopped abnormally: {e}")),
+            // The client went away before or during the handshake: nothing
+            // was asked, nothing failed.
+            Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => Ok(()),
+            Err(e) => Err(anyhow!("MCP server: initialization failed: {e}")),
+        }
+    })?;
     Ok(ExitCode::SUCCESS)
 }

@@ -36,18 +36,18 @@ pub enum InputFormat {
 /// Arguments of `mnemo score`.
 #[derive(Debug, Args)]
 pub struct ScoreArgs {
-    /// The summary text to score.
-    #[arg(
-        value_name = "TEXT",
-        conflicts_with = "input",
-        allow_hyphen_values = true
-    )]
-    text: Option<String>,
-    /// Score every record of a markdown, JSON or YAML file (`-` for standard input).
-    #[arg(long, short, value_name = "FILE")]
+    /// Summary file: markdown, JSON or YAML, one record or a list (`-` for
+    /// standard input).
+    #[arg(value_name = "FILE", conflicts_with_all = ["input", "text"])]
+    file: Option<PathBuf>,
+    /// Same as FILE.
+    #[arg(long, short, value_name = "FILE", conflicts_with = "text")]
     input: Option<PathBuf>,
-    /// Format of `--input` (default: from the file name, then the content).
-    #[arg(long, value_enum, requires = "input")]
+    /// The summary text itself, instead of a file.
+    #[arg(long, short, value_name = "TEXT", allow_hyphen_values = true)]
+    text: Option<String>,
+    /// Format of the file (default: from the file name, then the content).
+    #[arg(long, value_enum)]
     format: Option<InputFormat>,
     /// Sending agent (default for records: their `from` or `agent`).
     #[arg(long, value_name = "AGENT")]
@@ -55,11 +55,11 @@ pub struct ScoreArgs {
     /// Receiving (next) agent (default for records: their `to`).
     #[arg(long, value_name = "AGENT")]
     to: Option<String>,
-    /// Files changed, comma-separated (TEXT only).
-    #[arg(long, value_name = "a,b", conflicts_with = "input")]
+    /// Files changed, comma-separated (with --text only).
+    #[arg(long, value_name = "a,b", requires = "text")]
     files: Option<String>,
-    /// The summary unblocks others (TEXT only).
-    #[arg(long, conflicts_with = "input")]
+    /// The summary unblocks others (with --text only).
+    #[arg(long, requires = "text")]
     blocker: bool,
     /// Keyword matching profile.
     #[arg(long, value_enum, default_value_t = Profile::Mnemo)]
@@ -83,7 +83,14 @@ pub fn run(args: ScoreArgs, global: &Global) -> Result<ExitCode> {
     }
     .context("cannot compile the scoring tables")?;
 
-    let (records, source) = match (&args.text, &args.input) {
+    let path = args.file.as_ref().or(args.input.as_ref());
+    if args.format.is_some() && path.is_none() {
+        bail!(hinted(
+            "--format applies to a file",
+            "give the file (`-` for standard input) with --format"
+        ));
+    }
+    let (records, source) = match (&args.text, path) {
         (Some(text), None) => {
             let record = SummaryRecord {
                 summary: text.clone(),
@@ -115,7 +122,7 @@ pub fn run(args: ScoreArgs, global: &Global) -> Result<ExitCode> {
         }
         _ => bail!(hinted(
             "nothing to score",
-            "give the summary as TEXT, or a file with --input FILE (`-` for standard input)"
+            "give a summary file (`-` for standard input), or the text with --text"
         )),
     };
 

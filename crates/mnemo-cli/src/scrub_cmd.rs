@@ -29,8 +29,14 @@ pub enum Style {
 #[derive(Debug, Args)]
 pub struct ScrubArgs {
     /// File to scrub (`-` or nothing: standard input).
-    #[arg(value_name = "FILE")]
+    #[arg(value_name = "FILE", conflicts_with_all = ["input", "text"])]
     file: Option<PathBuf>,
+    /// Same as FILE.
+    #[arg(long, short, value_name = "FILE", conflicts_with = "text")]
+    input: Option<PathBuf>,
+    /// The text itself, instead of a file.
+    #[arg(long, short, value_name = "TEXT", allow_hyphen_values = true)]
+    text: Option<String>,
     /// JSON output: `{"text": …, "redactions": [{"type", "start", "end", "replacement"}]}`
     /// with byte offsets into the input (with --audit: the findings).
     #[arg(long)]
@@ -63,7 +69,14 @@ pub fn run(args: ScrubArgs, global: &Global) -> Result<ExitCode> {
         Style::Named => ReplacementStyle::Named,
         Style::Pantheon => ReplacementStyle::Pantheon,
     };
-    let path = args.file.clone().unwrap_or_else(|| PathBuf::from("-"));
+    if let Some(text) = &args.text {
+        return scrub_text(scrubber, text, style, &args, global);
+    }
+    let path = args
+        .file
+        .clone()
+        .or_else(|| args.input.clone())
+        .unwrap_or_else(|| PathBuf::from("-"));
     let is_stdin = path.as_os_str() == "-";
     let size = if is_stdin {
         None
@@ -156,6 +169,56 @@ pub fn run(args: ScrubArgs, global: &Global) -> Result<ExitCode> {
             .scrub_stream_with(reader, &mut out, &options, |_| count += 1)
             .with_context(|| format!("cannot scrub {name}"))?;
         report_count(global, count, "redaction");
+    }
+    out.flush().context("cannot write to standard output")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--text`: a literal text, scrubbed whole.
+fn scrub_text(
+    scrubber: &Scrubber,
+    text: &str,
+    style: ReplacementStyle,
+    args: &ScrubArgs,
+    global: &Global,
+) -> Result<ExitCode> {
+    let mut out = std::io::stdout().lock();
+    if args.audit {
+        let findings = scrubber.find(text);
+        for f in &findings {
+            let (line, col) = line_col(text, f.start);
+            if args.json {
+                writeln!(
+                    out,
+                    "{}",
+                    json!({"type": f.rule, "start": f.start, "end": f.end, "line": line, "column": col})
+                )?;
+            } else {
+                writeln!(
+                    out,
+                    "<text>:{line}:{col}: {} (bytes {}..{})",
+                    f.rule, f.start, f.end
+                )?;
+            }
+        }
+        report_count(global, findings.len(), "finding");
+    } else {
+        let scrubbed = scrubber.scrub_with(text, style);
+        if args.json {
+            let redactions: Vec<_> = scrubbed
+                .redactions
+                .iter()
+                .map(|r| json!({"type": r.rule, "start": r.start, "end": r.end, "replacement": r.replacement}))
+                .collect();
+            writeln!(
+                out,
+                "{}",
+                json!({"text": scrubbed.text, "redactions": redactions})
+            )?;
+        } else {
+            out.write_all(scrubbed.text.as_bytes())?;
+        }
+        report_count(global, scrubbed.redactions.len(), "redaction");
     }
     out.flush().context("cannot write to standard output")?;
     Ok(ExitCode::SUCCESS)

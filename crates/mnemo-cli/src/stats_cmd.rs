@@ -16,16 +16,15 @@ use crate::io_util::{hinted, read_input};
 /// Arguments of `mnemo stats`.
 #[derive(Debug, Args)]
 pub struct StatsArgs {
-    /// The text to measure.
-    #[arg(
-        value_name = "TEXT",
-        conflicts_with = "input",
-        allow_hyphen_values = true
-    )]
-    text: Option<String>,
-    /// Measure a file instead (`-` for standard input).
-    #[arg(long, short, value_name = "FILE")]
+    /// The file to measure (`-` for standard input).
+    #[arg(value_name = "FILE", conflicts_with_all = ["input", "text"])]
+    file: Option<PathBuf>,
+    /// Same as FILE.
+    #[arg(long, short, value_name = "FILE", conflicts_with = "text")]
     input: Option<PathBuf>,
+    /// The text itself, instead of a file.
+    #[arg(long, short, value_name = "TEXT", allow_hyphen_values = true)]
+    text: Option<String>,
     /// JSON output.
     #[arg(long)]
     json: bool,
@@ -33,12 +32,12 @@ pub struct StatsArgs {
 
 /// Runs `mnemo stats`.
 pub fn run(args: StatsArgs, _global: &Global) -> Result<ExitCode> {
-    let text = match (args.text, &args.input) {
+    let text = match (args.text, args.file.as_ref().or(args.input.as_ref())) {
         (Some(t), None) => t,
         (None, Some(path)) => read_input(path)?.0,
         _ => bail!(hinted(
             "nothing to measure",
-            "give the text as TEXT, or a file with --input FILE (`-` for standard input)"
+            "give a file (`-` for standard input), or the text with --text"
         )),
     };
     let tokens = count_o200k(&text)?;
