@@ -34,6 +34,7 @@ fn score_text_prints_the_table() {
     let (mut c, _d) = mnemo();
     c.args([
         "score",
+        "--text",
         "Added JWT auth endpoint with refresh token rotation",
         "--from",
         "hermes",
@@ -55,6 +56,7 @@ fn score_json_has_every_contract_field() {
         .args([
             "score",
             "--json",
+            "--text",
             "Refactored the user service",
             "--blocker",
         ])
@@ -148,6 +150,7 @@ fn pantheon_profile_matches_substrings() {
         "--json",
         "--profile",
         "pantheon",
+        "--text",
         "Updated author list and router docs",
     ])
     .assert()
@@ -156,10 +159,15 @@ fn pantheon_profile_matches_substrings() {
         "\"keywords_found\":[\"auth\",\"route\"]",
     ));
     let (mut c, _d) = mnemo();
-    c.args(["score", "--json", "Updated author list and subrouter docs"])
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("\"keywords_found\":[\"auth\"]"));
+    c.args([
+        "score",
+        "--json",
+        "--text",
+        "Updated author list and subrouter docs",
+    ])
+    .assert()
+    .success()
+    .stdout(predicate::str::contains("\"keywords_found\":[\"auth\"]"));
 }
 
 fn assert_fails(args: &[&str], file: &Path, needles: &[&str]) {
@@ -293,7 +301,7 @@ fn config_is_found_upward_and_bad_values_are_rejected_with_key_path() {
     )
     .unwrap();
     mnemo_in(&sub)
-        .args(["score", "--json", "subroute"])
+        .args(["score", "--json", "--text", "subroute"])
         .assert()
         .success()
         .stdout(predicate::str::contains("\"keywords_found\":[\"route\"]"));
@@ -309,7 +317,7 @@ fn config_is_found_upward_and_bad_values_are_rejected_with_key_path() {
     )
     .unwrap();
     mnemo_in(&sub)
-        .args(["score", "x"])
+        .args(["score", "--text", "x"])
         .assert()
         .code(1)
         .stderr(predicate::str::contains(
@@ -331,6 +339,7 @@ fn a_team_roster_replaces_pantheons() {
         .args([
             "score",
             "--json",
+            "--text",
             "Planned the API",
             "--from",
             "Planner",
@@ -349,6 +358,7 @@ fn stats_counts_real_tokens() {
         .args([
             "stats",
             "--json",
+            "--text",
             "Hello world, this is a test of the system.",
         ])
         .output()
