@@ -328,6 +328,70 @@ fn read_batch_file(root: &Path, given: &str) -> BatchItem {
     }
 }
 
+/// The formats of JSON Schema 2020-12's format vocabulary. schemars also
+/// writes `uint`, `uint32`, `uint64`, `int64`, `double`, … for Rust's number
+/// types; those are not JSON Schema formats (validators warn about them, or
+/// reject them in strict mode), and the `minimum` it writes beside them
+/// already says what they meant.
+const JSON_SCHEMA_FORMATS: &[&str] = &[
+    "date-time",
+    "date",
+    "time",
+    "duration",
+    "email",
+    "idn-email",
+    "hostname",
+    "idn-hostname",
+    "ipv4",
+    "ipv6",
+    "uri",
+    "uri-reference",
+    "iri",
+    "iri-reference",
+    "uuid",
+    "uri-template",
+    "json-pointer",
+    "relative-json-pointer",
+    "regex",
+];
+
+/// Removes every `format` that is not a JSON Schema format from a schema,
+/// at any depth (`$defs`, `properties`, `items`, `anyOf`, …).
+pub fn strip_nonstandard_formats(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::Object(map) => {
+            if let Some(serde_json::Value::String(f)) = map.get("format")
+                && !JSON_SCHEMA_FORMATS.contains(&f.as_str())
+            {
+                map.remove("format");
+            }
+            map.values_mut().for_each(strip_nonstandard_formats);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(strip_nonstandard_formats),
+        _ => {}
+    }
+}
+
+fn standard_schema(schema: &Arc<rmcp::model::JsonObject>) -> Arc<rmcp::model::JsonObject> {
+    let mut v = serde_json::Value::Object(schema.as_ref().clone());
+    strip_nonstandard_formats(&mut v);
+    match v {
+        serde_json::Value::Object(map) => Arc::new(map),
+        _ => Arc::clone(schema),
+    }
+}
+
+/// Every tool's input and output schema in standard JSON Schema.
+fn standard_schemas<S>(mut router: ToolRouter<S>) -> ToolRouter<S> {
+    for route in router.map.values_mut() {
+        route.attr.input_schema = standard_schema(&route.attr.input_schema);
+        if let Some(out) = &route.attr.output_schema {
+            route.attr.output_schema = Some(standard_schema(out));
+        }
+    }
+    router
+}
+
 impl MnemoServer {
     /// A server with the given configuration and memory store. Batch files
     /// are read relative to (and only inside) the current working directory.
@@ -359,7 +423,7 @@ impl MnemoServer {
                 slot: Mutex::new(slot),
             }),
             root,
-            tool_router: Self::tool_router(),
+            tool_router: standard_schemas(Self::tool_router()),
         })
     }
 
