@@ -190,11 +190,29 @@ fn agents(s: &str) -> Vec<String> {
         .collect()
 }
 
-fn inputs(paths: &[PathBuf]) -> Result<Vec<Input>> {
-    paths
+fn inputs(paths: &[PathBuf], global: &Global) -> Result<Vec<Input>> {
+    let show =
+        paths.len() >= crate::progress::MANY_INPUTS && crate::progress::wanted(global.quiet, false);
+    let bar = crate::progress::items(show, paths.len(), "reading summaries".to_string());
+    let read = paths
         .iter()
-        .map(|p| read_input(p).map(|(text, name)| Input { name, text }))
-        .collect()
+        .map(|p| {
+            let r = read_input(p).map(|(text, name)| Input { name, text });
+            bar.inc(1);
+            r
+        })
+        .collect();
+    bar.finish_and_clear();
+    read
+}
+
+/// Runs a bank command under a spinner when it works on many inputs.
+fn under_spinner<T>(global: &Global, n: usize, what: &str, f: impl FnOnce() -> T) -> T {
+    let show = n >= crate::progress::MANY_INPUTS && crate::progress::wanted(global.quiet, false);
+    let bar = crate::progress::spinner(show, format!("{what} {n} summaries"));
+    let r = f();
+    bar.finish_and_clear();
+    r
 }
 
 fn say(global: &Global, lines: &[String]) {
@@ -246,7 +264,10 @@ pub fn gate(args: GateArgs, global: &Global) -> Result<ExitCode> {
         lock_timeout: LOCK_TIMEOUT,
     };
     let paths: Vec<PathBuf> = args.summaries.into_iter().chain(args.input).collect();
-    let r = ops::gate(&bank, &config, &opts, &inputs(&paths)?)?;
+    let inputs = inputs(&paths, global)?;
+    let r = under_spinner(global, inputs.len(), "gating", || {
+        ops::gate(&bank, &config, &opts, &inputs)
+    })?;
     report_gate(global, &r);
     out(&r.confirmation)
 }
@@ -268,7 +289,10 @@ pub fn compress(args: CompressArgs, global: &Global) -> Result<ExitCode> {
         lock_timeout: LOCK_TIMEOUT,
     };
     let paths: Vec<PathBuf> = args.files.into_iter().chain(args.input).collect();
-    let (r, flags) = ops::compress(&bank, &config, &opts, &inputs(&paths)?)?;
+    let inputs = inputs(&paths, global)?;
+    let (r, flags) = under_spinner(global, inputs.len(), "compressing", || {
+        ops::compress(&bank, &config, &opts, &inputs)
+    })?;
     report_gate(global, &r);
     say(global, &flags);
     out(&r.confirmation)

@@ -75,10 +75,13 @@ fn universal_newlines(text: String) -> String {
 
 struct Cli {
     scrubber: Option<&'static Scrubber>,
+    /// A bar over the files of `batch` (hidden unless stderr is a terminal).
+    bar: indicatif::ProgressBar,
 }
 
 impl Env for Cli {
     fn read(&self, path: &str) -> Result<String, ReadError> {
+        self.bar.inc(1);
         match std::fs::read(path) {
             Ok(bytes) => match String::from_utf8(bytes) {
                 Ok(text) => Ok(universal_newlines(text)),
@@ -168,7 +171,22 @@ pub fn run_raw(args: Vec<OsString>) -> ExitCode {
         },
         _ => None,
     };
-    emit(&script::run_mode(&a, &Cli { scrubber }))
+    // `batch` over many files draws a bar on a terminal's stderr; the script
+    // has no --quiet, and nothing changes on stdout or in pipes.
+    let files = script::split_files(a.files).len();
+    let show = a.mode == "batch"
+        && files >= crate::progress::MANY_INPUTS
+        && crate::progress::wanted(false, false);
+    let bar = crate::progress::items(show, files, "compressing files".to_string());
+    let outcome = script::run_mode(
+        &a,
+        &Cli {
+            scrubber,
+            bar: bar.clone(),
+        },
+    );
+    bar.finish_and_clear();
+    emit(&outcome)
 }
 
 fn reported(scrubber: &Scrubber, text: &str) -> (String, Vec<Reported>) {

@@ -11,6 +11,7 @@ mod guard_cmd;
 mod inline_cmd;
 mod io_util;
 mod mcp_cmd;
+mod progress;
 mod score_cmd;
 mod scrub_cmd;
 mod stats_cmd;

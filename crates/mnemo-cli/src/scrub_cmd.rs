@@ -134,12 +134,20 @@ pub fn run(args: ScrubArgs, global: &Global) -> Result<ExitCode> {
     }
 
     // Streaming: bounded memory whatever the input size.
+    let large = size.filter(|&s| s >= crate::progress::LARGE_FILE);
+    let bar = crate::progress::bytes(
+        large.is_some() && crate::progress::wanted(global.quiet, args.json),
+        large.unwrap_or(0),
+        format!("scrubbing {}", path.display()),
+    );
     let reader: Box<dyn Read> = if is_stdin {
         Box::new(std::io::stdin().lock())
     } else {
         Box::new(
-            std::fs::File::open(&path)
-                .with_context(|| format!("cannot read {}", path.display()))?,
+            bar.wrap_read(
+                std::fs::File::open(&path)
+                    .with_context(|| format!("cannot read {}", path.display()))?,
+            ),
         )
     };
     let options = StreamOptions {
@@ -152,6 +160,7 @@ pub fn run(args: ScrubArgs, global: &Global) -> Result<ExitCode> {
         path.display().to_string()
     };
     let mut count = 0usize;
+    let guard = ClearOnDrop(bar);
     if args.audit {
         let mut lines: Vec<String> = Vec::new();
         scrubber
@@ -160,6 +169,7 @@ pub fn run(args: ScrubArgs, global: &Global) -> Result<ExitCode> {
                 lines.push(format!("{name}: {} (bytes {}..{})", r.rule, r.start, r.end));
             })
             .with_context(|| format!("cannot scrub {name}"))?;
+        guard.0.finish_and_clear();
         for l in lines {
             writeln!(out, "{l}")?;
         }
@@ -168,6 +178,7 @@ pub fn run(args: ScrubArgs, global: &Global) -> Result<ExitCode> {
         scrubber
             .scrub_stream_with(reader, &mut out, &options, |_| count += 1)
             .with_context(|| format!("cannot scrub {name}"))?;
+        guard.0.finish_and_clear();
         report_count(global, count, "redaction");
     }
     out.flush().context("cannot write to standard output")?;
@@ -222,6 +233,15 @@ fn scrub_text(
     }
     out.flush().context("cannot write to standard output")?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Clears a progress bar when the work ends, however it ends.
+struct ClearOnDrop(indicatif::ProgressBar);
+
+impl Drop for ClearOnDrop {
+    fn drop(&mut self) {
+        self.0.finish_and_clear();
+    }
 }
 
 fn report_count(global: &Global, n: usize, what: &str) {

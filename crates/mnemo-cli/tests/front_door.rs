@@ -338,3 +338,104 @@ fn inline_scrub_file_keeps_a_backup() {
         .stdout("[OK] clean.md: no secrets found, file unchanged\n");
     assert!(!dir.path().join("clean.md.bak").exists());
 }
+
+/// Runs `sh -c CMD` with a pseudo-terminal as its standard error (util-linux
+/// `script`); returns what the terminal received.
+fn on_a_terminal(dir: &Path, cmd: &str) -> Option<String> {
+    if !mnemo_testkit::require_command(
+        "script",
+        &["--version"],
+        "the progress tests need a pseudo-terminal (util-linux `script`)",
+    ) {
+        return None;
+    }
+    let out = std::process::Command::new("script")
+        .current_dir(dir)
+        .args(["-qec", cmd, "/dev/null"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{cmd}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn progress_fixture() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let line = "Added the login endpoint, its schema and the users table index.\n";
+    std::fs::write(dir.path().join("big.txt"), line.repeat(40_000)).unwrap();
+    let agents = [
+        "hermes",
+        "aphrodite",
+        "demeter",
+        "themis",
+        "hephaestus",
+        "prometheus",
+    ];
+    for (i, agent) in agents.iter().enumerate() {
+        std::fs::write(
+            dir.path().join(format!("s{i}.json")),
+            format!("{{\"agent\": \"{agent}\", \"status\": \"complete\", \"summary\": \"Added endpoint {i}\"}}"),
+        )
+        .unwrap();
+    }
+    dir
+}
+
+#[test]
+fn progress_is_drawn_on_a_terminal_only() {
+    let dir = progress_fixture();
+    let bin = assert_cmd::cargo::cargo_bin("mnemo");
+    let bin = bin.display();
+    let files = (0..6).map(|i| format!("s{i}.json")).collect::<Vec<_>>();
+    let cases = [
+        (format!("{bin} scrub big.txt"), "scrubbing big.txt"),
+        (
+            format!(
+                "{bin} --bank bank gate --phase 1 --from hermes --to themis --date 2026-11-30 {}",
+                files.join(" ")
+            ),
+            "summaries",
+        ),
+        (
+            format!("{bin} inline batch --files {}", files.join(",")),
+            "compressing files",
+        ),
+    ];
+    for (cmd, marker) in &cases {
+        // On a terminal: drawn (standard output goes to a file).
+        let Some(tty) = on_a_terminal(dir.path(), &format!("{cmd} > out.txt")) else {
+            return;
+        };
+        assert!(
+            tty.contains(marker),
+            "{cmd}: no progress on the terminal: {tty:?}"
+        );
+        // With --quiet (where mnemo has it): not drawn.
+        if !cmd.contains(" inline ") {
+            let quiet = cmd.replacen(&bin.to_string(), &format!("{bin} --quiet"), 1);
+            let tty = on_a_terminal(dir.path(), &format!("{quiet} > out.txt")).unwrap();
+            assert!(
+                !tty.contains(marker),
+                "{quiet}: progress despite --quiet: {tty:?}"
+            );
+        }
+        // In a pipe: never.
+        let out = std::process::Command::new("sh")
+            .current_dir(dir.path())
+            .args(["-c", &format!("{cmd} > out.txt")])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !err.contains(marker) && !err.contains('\u{1b}'),
+            "{cmd}: progress in a pipe: {err:?}"
+        );
+    }
+    // --json is machine output: no bar on a terminal either.
+    let tty = on_a_terminal(dir.path(), &format!("{bin} scrub --json big.txt > out.txt")).unwrap();
+    assert!(!tty.contains("scrubbing"), "{tty:?}");
+}
