@@ -1,11 +1,12 @@
 //! Decision latency percentiles (p50 / p99 / max), in process:
-//! `cargo run --profile bench -p mnemo-guardian --example latency`.
+//! `cargo run --profile bench -p mnemo-guardian-store --example latency`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use mnemo_guardian::{
     EntryProvenance, Guardian, GuardianConfig, MemoryStore, Origin, Policy, Provenance,
-    SessionStore, SqliteStore, Trigger, check_compaction,
+    SessionStore, Trigger, check_compaction,
 };
+use mnemo_guardian_store::SqliteStore;
 use serde_json::json;
 use std::time::Instant;
 

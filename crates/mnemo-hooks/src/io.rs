@@ -3,9 +3,9 @@
 //! its chain entry in the session store), render the host's answer.
 
 use super::{BlockStyle, HookOutput, Host, claude, codex, parse_hook_input, render};
-use crate::decide::Decision;
-use crate::protocol::{HostCompaction, Transport, trigger_from_host};
-use crate::server::{GuardOptions, ServeError, open_guardian};
+use mnemo_guardian::decide::Decision;
+use mnemo_guardian::protocol::{HostCompaction, Transport, trigger_from_host};
+use mnemo_guardian_store::open::{GuardOptions, OpenError as ServeError, open_guardian};
 use sha2::{Digest, Sha256};
 use std::io::Read;
 
@@ -96,7 +96,7 @@ pub fn run_pre_compact(
     });
     let recorded = match recorded {
         Ok(_) if !persistent => None,
-        Ok(hash) => Some((request_id, crate::chain::to_hex(&hash))),
+        Ok(hash) => Some((request_id, mnemo_acs::chain::to_hex(&hash))),
         Err(e) => {
             note.push_str(&format!(
                 "mnemo guardian: decision not recorded: {}\n",
@@ -140,10 +140,10 @@ fn fresh_request_id(session: &str, entries: usize) -> String {
     h.update(std::process::id().to_le_bytes());
     h.update(COUNTER.fetch_add(1, Ordering::Relaxed).to_le_bytes());
     h.update((entries as u64).to_le_bytes());
-    let mut b: crate::chain::Hash = h.finalize().into();
+    let mut b: mnemo_acs::chain::Hash = h.finalize().into();
     b[6] = (b[6] & 0x0f) | 0x40;
     b[8] = (b[8] & 0x3f) | 0x80;
-    let x = crate::chain::to_hex(&b);
+    let x = mnemo_acs::chain::to_hex(&b);
     format!(
         "{}-{}-{}-{}-{}",
         &x[..8],

@@ -2,12 +2,12 @@
 //! verdicts as the in-process API.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use mnemo_guardian::client::{ClientError, RemoteGuardian, new_uuid};
-use mnemo_guardian::server::{self, DynStore};
 use mnemo_guardian::{
     EntryProvenance, Guardian, GuardianConfig, MemoryStore, Origin, Policy, Provenance, Transport,
     Trigger, check_compaction,
 };
+use mnemo_guardian_server::client::{ClientError, RemoteGuardian, new_uuid};
+use mnemo_guardian_server::server::{self, DynStore};
 
 fn start(config: GuardianConfig) -> String {
     let store: DynStore = Box::new(MemoryStore::new());

@@ -1,10 +1,10 @@
 //! Host adapters against recorded hook inputs and transcripts.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use mnemo_guardian::adapters::io::run_pre_compact;
-use mnemo_guardian::adapters::{BlockStyle, Host, claude, codex, tool_origin};
-use mnemo_guardian::server::GuardOptions;
 use mnemo_guardian::{Origin, Policy, Trigger, Verdict, check_compaction};
+use mnemo_guardian_store::GuardOptions;
+use mnemo_hooks::io::run_pre_compact;
+use mnemo_hooks::{BlockStyle, Host, claude, codex, tool_origin};
 use serde_json::Value;
 use std::path::PathBuf;
 
@@ -113,7 +113,7 @@ fn hook_decisions_are_recorded_in_the_session_store() {
 
     // A new process sees both decisions, the last one for the postCompact check.
     let session = "3f2b9c1e-5d6a-4e8b-9c0d-1a2b3c4d5e6f";
-    let mut s = mnemo_guardian::SqliteStore::open(&store).unwrap();
+    let mut s = mnemo_guardian_store::SqliteStore::open(&store).unwrap();
     let last = s.last_compaction(session).unwrap().unwrap();
     assert_eq!(last.step_id, id2);
     assert_eq!(last.verdict, Verdict::Allow);

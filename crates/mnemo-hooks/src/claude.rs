@@ -15,8 +15,8 @@
 //! is never silently dropped if it is JSON at all.
 
 use super::{entry, tool_origin};
-use crate::decide::EntryProvenance;
-use crate::model::Origin;
+use mnemo_acs::model::Origin;
+use mnemo_guardian::decide::EntryProvenance;
 use serde::Deserialize;
 use serde::de::{Deserializer, IgnoredAny, SeqAccess, Visitor};
 use serde_json::Value;

@@ -3,8 +3,9 @@
 //! (timestamps and handshake not checked; memory store unless a path is given).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use mnemo_guardian::server::{self, DynStore};
-use mnemo_guardian::{Guardian, GuardianConfig, MemoryStore, Policy, SqliteStore, Transport};
+use mnemo_guardian::{Guardian, GuardianConfig, MemoryStore, Policy, Transport};
+use mnemo_guardian_server::server::{self, DynStore};
+use mnemo_guardian_store::SqliteStore;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();

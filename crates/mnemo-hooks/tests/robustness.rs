@@ -3,8 +3,9 @@
 //! cargo-fuzz targets, run in CI).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use mnemo_guardian::adapters::{claude, codex};
-use mnemo_guardian::{Guardian, GuardianConfig, MemoryStore, Policy, server};
+use mnemo_guardian::{Guardian, GuardianConfig, MemoryStore, Policy};
+use mnemo_guardian_server::server;
+use mnemo_hooks::{claude, codex};
 use serde_json::Value;
 use std::io::Cursor;
 use std::path::PathBuf;

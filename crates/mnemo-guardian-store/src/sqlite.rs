@@ -1,13 +1,24 @@
 //! The default session store: embedded SQLite in one file (WAL mode, so
 //! several Guardian processes — hooks are spawned per event — can share it).
 
-use crate::chain::Hash;
-use crate::model::{Provenance, Verdict};
-use crate::store::{CompactionRecord, SessionStore, StepRecord, StoreError};
+use mnemo_acs::chain::Hash;
+use mnemo_acs::model::{Provenance, Verdict};
+use mnemo_guardian::store::{CompactionRecord, SessionStore, StepRecord, StoreError};
 use rusqlite::{Connection, OptionalExtension, params};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Duration;
+
+/// `rusqlite` results as store results.
+trait Db<T> {
+    fn db(self) -> Result<T, StoreError>;
+}
+
+impl<T> Db<T> for rusqlite::Result<T> {
+    fn db(self) -> Result<T, StoreError> {
+        self.map_err(StoreError::backend)
+    }
+}
 
 /// SQLite-backed [`SessionStore`].
 #[derive(Debug)]
@@ -46,7 +57,7 @@ impl SqliteStore {
         {
             std::fs::create_dir_all(dir)?;
         }
-        let conn = Connection::open(path)?;
+        let conn = Connection::open(path).db()?;
         let mut store = Self::init(conn)?;
         store.path = Some(path.to_path_buf());
         Ok(store)
@@ -54,7 +65,7 @@ impl SqliteStore {
 
     /// An in-memory SQLite store (tests).
     pub fn open_in_memory() -> Result<Self, StoreError> {
-        Self::init(Connection::open_in_memory()?)
+        Self::init(Connection::open_in_memory().db()?)
     }
 
     /// For long-running servers: moves WAL checkpoints (the only step that
@@ -69,8 +80,8 @@ impl SqliteStore {
         if self.checkpointer.is_some() {
             return Ok(());
         }
-        let side = Connection::open(&path)?;
-        side.busy_timeout(Duration::from_secs(5))?;
+        let side = Connection::open(&path).db()?;
+        side.busy_timeout(Duration::from_secs(5)).db()?;
         let (stop, stopped) = mpsc::channel::<()>();
         std::thread::Builder::new()
             .name("guard-checkpoint".into())
@@ -84,7 +95,9 @@ impl SqliteStore {
                 }
                 let _ = side.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
             })?;
-        self.conn.execute_batch("PRAGMA wal_autocheckpoint=0")?;
+        self.conn
+            .execute_batch("PRAGMA wal_autocheckpoint=0")
+            .db()?;
         self.checkpointer = Some(stop);
         Ok(())
     }
@@ -94,26 +107,32 @@ impl SqliteStore {
     pub fn chain_entries(&self, session: &str) -> Result<Vec<(String, Hash)>, StoreError> {
         let mut stmt = self
             .conn
-            .prepare("SELECT canonical, hash FROM chain WHERE session_id = ?1 ORDER BY seq")?;
-        let rows = stmt.query_map(params![session], |r| {
-            Ok((r.get::<_, String>(0)?, r.get::<_, Vec<u8>>(1)?))
-        })?;
+            .prepare("SELECT canonical, hash FROM chain WHERE session_id = ?1 ORDER BY seq")
+            .db()?;
+        let rows = stmt
+            .query_map(params![session], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, Vec<u8>>(1)?))
+            })
+            .db()?;
         let mut out = Vec::new();
         for row in rows {
-            let (canonical, bytes) = row?;
+            let (canonical, bytes) = row.db()?;
             out.push((canonical, hash_from(bytes)?));
         }
         Ok(out)
     }
 
     fn init(conn: Connection) -> Result<Self, StoreError> {
-        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        conn.busy_timeout(std::time::Duration::from_secs(5)).db()?;
         // journal_mode returns a row; ignore which mode was granted (memory dbs say "memory").
-        let _mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
+        let _mode: String = conn
+            .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
+            .db()?;
         conn.execute_batch(
             "PRAGMA synchronous=NORMAL; PRAGMA temp_store=MEMORY; PRAGMA cache_size=-16384;",
-        )?;
-        conn.execute_batch(SCHEMA)?;
+        )
+        .db()?;
+        conn.execute_batch(SCHEMA).db()?;
         Ok(SqliteStore {
             conn,
             in_tx: false,
@@ -141,7 +160,7 @@ fn verdict_from(s: &str) -> Result<Verdict, StoreError> {
 impl SessionStore for SqliteStore {
     fn begin(&mut self) -> Result<(), StoreError> {
         if !self.in_tx {
-            self.conn.execute_batch("BEGIN IMMEDIATE")?;
+            self.conn.execute_batch("BEGIN IMMEDIATE").db()?;
             self.in_tx = true;
         }
         Ok(())
@@ -149,44 +168,50 @@ impl SessionStore for SqliteStore {
     fn commit(&mut self) -> Result<(), StoreError> {
         if self.in_tx {
             self.in_tx = false;
-            self.conn.execute_batch("COMMIT")?;
+            self.conn.execute_batch("COMMIT").db()?;
         }
         Ok(())
     }
     fn rollback(&mut self) -> Result<(), StoreError> {
         if self.in_tx {
             self.in_tx = false;
-            self.conn.execute_batch("ROLLBACK")?;
+            self.conn.execute_batch("ROLLBACK").db()?;
         }
         Ok(())
     }
     fn is_handshaken(&mut self, session: &str) -> Result<bool, StoreError> {
         let found: Option<i64> = self
             .conn
-            .prepare_cached("SELECT 1 FROM sessions WHERE session_id = ?1")?
+            .prepare_cached("SELECT 1 FROM sessions WHERE session_id = ?1")
+            .db()?
             .query_row(params![session], |r| r.get(0))
-            .optional()?;
+            .optional()
+            .db()?;
         Ok(found.is_some())
     }
     fn set_handshaken(&mut self, session: &str, version: &str) -> Result<(), StoreError> {
         self.conn
-            .prepare_cached(
-                "INSERT OR REPLACE INTO sessions (session_id, version) VALUES (?1, ?2)",
-            )?
-            .execute(params![session, version])?;
+            .prepare_cached("INSERT OR REPLACE INTO sessions (session_id, version) VALUES (?1, ?2)")
+            .db()?
+            .execute(params![session, version])
+            .db()?;
         Ok(())
     }
     fn mark_request(&mut self, request_id: &str, at_ms: i64) -> Result<bool, StoreError> {
         let n = self
             .conn
-            .prepare_cached("INSERT OR IGNORE INTO requests (request_id, at_ms) VALUES (?1, ?2)")?
-            .execute(params![request_id, at_ms])?;
+            .prepare_cached("INSERT OR IGNORE INTO requests (request_id, at_ms) VALUES (?1, ?2)")
+            .db()?
+            .execute(params![request_id, at_ms])
+            .db()?;
         Ok(n == 1)
     }
     fn prune_requests(&mut self, before_ms: i64) -> Result<(), StoreError> {
         self.conn
-            .prepare_cached("DELETE FROM requests WHERE at_ms < ?1")?
-            .execute(params![before_ms])?;
+            .prepare_cached("DELETE FROM requests WHERE at_ms < ?1")
+            .db()?
+            .execute(params![before_ms])
+            .db()?;
         Ok(())
     }
     fn record_step(&mut self, session: &str, step: &StepRecord) -> Result<(), StoreError> {
@@ -195,25 +220,27 @@ impl SessionStore for SqliteStore {
         self.conn
             .prepare_cached(
                 "INSERT OR REPLACE INTO steps (session_id, seq, step_id, method, provenance) VALUES (?1, ?2, ?3, ?4, ?5)",
-            )?
-            .execute(params![session, step.seq as i64, step.step_id, step.method, prov])?;
+            ).db()?
+            .execute(params![session, step.seq as i64, step.step_id, step.method, prov]).db()?;
         Ok(())
     }
     fn steps(&mut self, session: &str) -> Result<Vec<StepRecord>, StoreError> {
         let mut stmt = self.conn.prepare_cached(
             "SELECT seq, step_id, method, provenance FROM steps WHERE session_id = ?1 ORDER BY seq",
-        )?;
-        let rows = stmt.query_map(params![session], |r| {
-            Ok((
-                r.get::<_, i64>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, String>(2)?,
-                r.get::<_, String>(3)?,
-            ))
-        })?;
+        ).db()?;
+        let rows = stmt
+            .query_map(params![session], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, String>(3)?,
+                ))
+            })
+            .db()?;
         let mut out = Vec::new();
         for row in rows {
-            let (seq, step_id, method, prov) = row?;
+            let (seq, step_id, method, prov) = row.db()?;
             let provenance: Vec<Provenance> =
                 serde_json::from_str(&prov).map_err(|e| StoreError::Corrupt(e.to_string()))?;
             out.push(StepRecord {
@@ -230,9 +257,11 @@ impl SessionStore for SqliteStore {
             .conn
             .prepare_cached(
                 "SELECT seq, hash FROM chain WHERE session_id = ?1 ORDER BY seq DESC LIMIT 1",
-            )?
+            )
+            .db()?
             .query_row(params![session], |r| Ok((r.get(0)?, r.get(1)?)))
-            .optional()?;
+            .optional()
+            .db()?;
         match row {
             None => Ok(None),
             Some((seq, bytes)) => Ok(Some((seq.max(0) as u64, hash_from(bytes)?))),
@@ -248,8 +277,10 @@ impl SessionStore for SqliteStore {
         self.conn
             .prepare_cached(
                 "INSERT INTO chain (session_id, seq, canonical, hash) VALUES (?1, ?2, ?3, ?4)",
-            )?
-            .execute(params![session, seq as i64, canonical, &hash[..]])?;
+            )
+            .db()?
+            .execute(params![session, seq as i64, canonical, &hash[..]])
+            .db()?;
         Ok(())
     }
     fn record_compaction(
@@ -260,8 +291,8 @@ impl SessionStore for SqliteStore {
         let entries =
             serde_json::to_string(&rec.entries).map_err(|e| StoreError::Corrupt(e.to_string()))?;
         self.conn
-            .prepare_cached("INSERT INTO compactions (session_id, step_id, entries, verdict) VALUES (?1, ?2, ?3, ?4)")?
-            .execute(params![session, rec.step_id, entries, rec.verdict.as_str()])?;
+            .prepare_cached("INSERT INTO compactions (session_id, step_id, entries, verdict) VALUES (?1, ?2, ?3, ?4)").db()?
+            .execute(params![session, rec.step_id, entries, rec.verdict.as_str()]).db()?;
         Ok(())
     }
     fn last_compaction(&mut self, session: &str) -> Result<Option<CompactionRecord>, StoreError> {
@@ -269,9 +300,9 @@ impl SessionStore for SqliteStore {
             .conn
             .prepare_cached(
                 "SELECT step_id, entries, verdict FROM compactions WHERE session_id = ?1 ORDER BY id DESC LIMIT 1",
-            )?
+            ).db()?
             .query_row(params![session], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-            .optional()?;
+            .optional().db()?;
         match row {
             None => Ok(None),
             Some((step_id, entries, verdict)) => Ok(Some(CompactionRecord {
@@ -281,5 +312,30 @@ impl SessionStore for SqliteStore {
                 verdict: verdict_from(&verdict)?,
             })),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replay_marks_and_pruning() {
+        let mut s = SqliteStore::open_in_memory().unwrap_or_else(|e| panic!("{e}"));
+        assert!(matches!(s.mark_request("a", 10), Ok(true)));
+        assert!(matches!(s.mark_request("a", 20), Ok(false)));
+        assert!(matches!(s.mark_request("b", 30), Ok(true)));
+        assert!(s.prune_requests(20).is_ok());
+        assert!(matches!(s.mark_request("a", 40), Ok(true)));
+        assert!(matches!(s.mark_request("b", 40), Ok(false)));
+    }
+
+    #[test]
+    fn a_database_error_is_a_backend_error() {
+        let e = rusqlite::Connection::open_in_memory()
+            .and_then(|c| c.execute("SELECT * FROM no_such_table", []))
+            .db()
+            .err();
+        assert!(matches!(e, Some(StoreError::Backend(_))), "{e:?}");
     }
 }

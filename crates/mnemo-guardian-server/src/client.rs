@@ -3,14 +3,14 @@
 //! edge: one HTTP/1.1 POST per request over `std::net`).
 //!
 //! [`RemoteGuardian::check_compaction`] gives a remote Guardian the same facts
-//! as the in-process [`crate::check_compaction`]: in a fresh session it sends
+//! as the in-process [`mnemo_guardian::check_compaction`]: in a fresh session it sends
 //! `handshake/hello`, one `steps/memoryContextRetrieval` per entry (the entry's
 //! provenance as results, so order and re-grounding survive), then
 //! `steps/preCompact` over those steps.
 
-use crate::decide::{Decision, EntryProvenance};
-use crate::model::{ACS_VERSION, Trigger, Verdict};
-use crate::protocol::sign_request;
+use mnemo_acs::model::{ACS_VERSION, Trigger, Verdict};
+use mnemo_guardian::decide::{Decision, EntryProvenance};
+use mnemo_guardian::protocol::sign_request;
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -75,10 +75,10 @@ pub fn new_uuid() -> String {
         .map(|d| d.as_nanos())
         .unwrap_or(0);
     let seed = format!("{nanos}:{}:{n}", std::process::id());
-    let mut b = crate::chain::sha256(seed.as_bytes());
+    let mut b = mnemo_acs::chain::sha256(seed.as_bytes());
     b[6] = (b[6] & 0x0f) | 0x40;
     b[8] = (b[8] & 0x3f) | 0x80;
-    let h = crate::chain::to_hex(&b);
+    let h = mnemo_acs::chain::to_hex(&b);
     format!(
         "{}-{}-{}-{}-{}",
         &h[0..8],
@@ -227,7 +227,7 @@ impl RemoteGuardian {
             let rid = new_uuid();
             let req = json!({"jsonrpc": "2.0", "method": method, "id": rid, "params": {
                 "acs_version": ACS_VERSION, "request_id": rid,
-                "timestamp": crate::time::format_rfc3339_ms(crate::time::now_ms()),
+                "timestamp": mnemo_acs::time::format_rfc3339_ms(mnemo_acs::time::now_ms()),
                 "metadata": {"agent_id": "mnemo", "session_id": session}, "payload": payload}});
             (rid, req)
         };

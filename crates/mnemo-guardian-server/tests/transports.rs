@@ -2,8 +2,9 @@
 //! server and the one-shot check: malformed or huge requests never crash.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use mnemo_guardian::server::{self, GuardOptions};
-use mnemo_guardian::{Guardian, GuardianConfig, MemoryStore, Policy, SqliteStore, Transport};
+use mnemo_guardian::{Guardian, GuardianConfig, MemoryStore, Policy, Transport};
+use mnemo_guardian_server::server::{self, GuardOptions};
+use mnemo_guardian_store::SqliteStore;
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Cursor, Read, Write};
 use std::net::TcpStream;
@@ -91,8 +92,8 @@ fn frame(body: &[u8]) -> Vec<u8> {
 fn read_frames(out: &[u8]) -> Vec<Value> {
     let mut c = Cursor::new(out.to_vec());
     let mut v = Vec::new();
-    while let Ok(mnemo_guardian::framing::Frame::Body(b)) =
-        mnemo_guardian::framing::read_frame(&mut c, 1 << 20)
+    while let Ok(mnemo_guardian_server::framing::Frame::Body(b)) =
+        mnemo_guardian_server::framing::read_frame(&mut c, 1 << 20)
     {
         v.push(serde_json::from_slice(&b).unwrap());
     }

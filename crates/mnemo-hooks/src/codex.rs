@@ -11,8 +11,8 @@
 //! starts a new region.
 
 use super::{entry, tool_origin};
-use crate::decide::EntryProvenance;
-use crate::model::Origin;
+use mnemo_acs::model::Origin;
+use mnemo_guardian::decide::EntryProvenance;
 use serde_json::Value;
 use std::collections::HashMap;
 

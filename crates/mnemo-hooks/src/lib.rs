@@ -1,15 +1,23 @@
-//! Host adapters: Claude Code and Codex CLI PreCompact hooks.
+//! # mnemo-hooks
 //!
-//! Parsing the hook input and the transcript, mapping transcript content to
-//! ACS origins and rendering the host's answer are pure ([`claude`],
-//! [`codex`], [`render`]); reading stdin and the transcript file is in [`io`].
+//! Host adapters of the compaction Guardian: the Claude Code and Codex CLI
+//! PreCompact hooks.
+//!
+//! **Owns:** parsing the host's hook input and transcript, mapping transcript
+//! content to ACS origins, and rendering the host's own answer — all pure
+//! ([`claude`], [`codex`], [`render`]) — and the thin edge that reads stdin
+//! and the transcript file and asks the Guardian in process ([`io`]).
+//!
+//! **Must never:** decide (the Guardian in `mnemo-guardian` decides); let a
+//! broken store or an unreadable transcript turn a deny into an allow; write
+//! anything to the host's stdout but the host's own answer format.
 
 pub mod claude;
 pub mod codex;
 pub mod io;
 
-use crate::decide::{Decision, EntryProvenance};
-use crate::model::{Origin, Provenance, Verdict};
+use mnemo_acs::model::{Origin, Provenance, Verdict};
+use mnemo_guardian::decide::{Decision, EntryProvenance};
 use serde::Deserialize;
 
 /// The PreCompact hook input both hosts send (unknown members ignored).

@@ -1,7 +1,7 @@
 //! The standard's hash-chain test vectors (RFC 8785 + SHA-256, spec §8).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use mnemo_guardian::{chain, jcs};
+use mnemo_acs::{chain, jcs};
 use serde_json::Value;
 
 #[test]

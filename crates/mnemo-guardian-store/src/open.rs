@@ -1,0 +1,140 @@
+//! Opening a configured Guardian: the policy file, the store the options
+//! name (SQLite by default, in memory on request) and the HMAC key.
+
+use crate::sqlite::SqliteStore;
+use mnemo_guardian::policy::{Policy, PolicyError};
+use mnemo_guardian::protocol::{Guardian, GuardianConfig, Transport};
+use mnemo_guardian::store::{MemoryStore, SessionStore, StoreError};
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// A start-up or transport failure.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// The policy file could not be read.
+    #[error("policy file {path}: {source}")]
+    PolicyRead {
+        /// File.
+        path: PathBuf,
+        /// Cause.
+        source: io::Error,
+    },
+    /// The policy file is invalid.
+    #[error("policy file {path}: {source}")]
+    Policy {
+        /// File.
+        path: PathBuf,
+        /// Cause.
+        source: PolicyError,
+    },
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// I/O.
+    #[error("{0}")]
+    Io(#[from] io::Error),
+    /// Configuration.
+    #[error("{0}")]
+    Config(String),
+}
+
+/// A boxed, sendable store.
+pub type DynStore = Box<dyn SessionStore + Send>;
+
+/// Options shared by `mnemo guard …` and the hooks.
+#[derive(Debug, Clone, Default)]
+pub struct GuardOptions {
+    /// Policy TOML file (defaults when absent).
+    pub policy: Option<PathBuf>,
+    /// Store file (default [`default_store_path`]).
+    pub store: Option<PathBuf>,
+    /// Keep state in memory only.
+    pub memory: bool,
+}
+
+/// Loads a policy file, or the defaults.
+pub fn load_policy(path: Option<&Path>) -> Result<Policy, OpenError> {
+    let Some(path) = path else {
+        return Ok(Policy::default());
+    };
+    let text = std::fs::read_to_string(path).map_err(|source| OpenError::PolicyRead {
+        path: path.into(),
+        source,
+    })?;
+    Policy::from_toml(&text).map_err(|source| OpenError::Policy {
+        path: path.into(),
+        source,
+    })
+}
+
+/// `$MNEMO_HOME/guardian.sqlite3`, else `$XDG_DATA_HOME/mnemo/guardian.sqlite3`,
+/// else `~/.local/share/mnemo/guardian.sqlite3`, else `./.mnemo/guardian.sqlite3`.
+pub fn default_store_path() -> PathBuf {
+    let env = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    if let Some(h) = env("MNEMO_HOME") {
+        return h.join("guardian.sqlite3");
+    }
+    if let Some(x) = env("XDG_DATA_HOME") {
+        return x.join("mnemo").join("guardian.sqlite3");
+    }
+    if let Some(home) = env("HOME") {
+        return home
+            .join(".local")
+            .join("share")
+            .join("mnemo")
+            .join("guardian.sqlite3");
+    }
+    PathBuf::from(".mnemo").join("guardian.sqlite3")
+}
+
+/// Opens the store the options name. A long-running server checkpoints
+/// the SQLite WAL on a background thread (see
+/// [`SqliteStore::checkpoint_in_background`]).
+pub fn open_store(opts: &GuardOptions, long_running: bool) -> Result<DynStore, OpenError> {
+    if opts.memory {
+        return Ok(Box::new(MemoryStore::new()));
+    }
+    let path = opts.store.clone().unwrap_or_else(default_store_path);
+    let mut store = SqliteStore::open(&path)?;
+    if long_running {
+        store.checkpoint_in_background()?;
+    }
+    Ok(Box::new(store))
+}
+
+/// Builds a Guardian: policy, HMAC key (from the environment variable the
+/// policy names), store.
+pub fn open_guardian(
+    opts: &GuardOptions,
+    transport: Transport,
+    one_shot: bool,
+) -> Result<Guardian<DynStore>, OpenError> {
+    let policy = load_policy(opts.policy.as_deref())?;
+    let mut config = GuardianConfig::from_policy(&policy);
+    config.transport = transport;
+    if one_shot {
+        config.require_handshake = false;
+    }
+    if let Some(var) = &policy.guardian.hmac_key_env {
+        let key = std::env::var(var)
+            .ok()
+            .filter(|k| !k.is_empty())
+            .ok_or_else(|| {
+                OpenError::Config(format!(
+                    "policy guardian.hmac_key_env names {var}, which is not set"
+                ))
+            })?;
+        let id = policy
+            .guardian
+            .hmac_key_id
+            .clone()
+            .unwrap_or_else(|| "default".into());
+        config.hmac_keys.push((id, key.into_bytes()));
+    }
+    let store = open_store(opts, !one_shot)?;
+    Ok(Guardian::new(policy, config, store))
+}
