@@ -3,7 +3,9 @@
 
 use mnemo_acs::chain::Hash;
 use mnemo_acs::model::{Provenance, Verdict};
-use mnemo_guardian::store::{CompactionRecord, SessionStore, StepRecord, StoreError};
+use mnemo_guardian::store::{
+    CompactionRecord, SessionHandshake, SessionStore, StepRecord, StoreError,
+};
 use rusqlite::{Connection, OptionalExtension, params};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
@@ -35,8 +37,15 @@ const CHECKPOINT_EVERY: Duration = Duration::from_millis(250);
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS sessions (session_id TEXT PRIMARY KEY, version TEXT NOT NULL) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS requests (request_id TEXT PRIMARY KEY, at_ms INTEGER NOT NULL) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS requests_at ON requests (at_ms);
+DROP TABLE IF EXISTS requests;
+CREATE TABLE IF NOT EXISTS seen_requests (
+  session_id TEXT NOT NULL, request_id TEXT NOT NULL, at_ms INTEGER NOT NULL,
+  PRIMARY KEY (session_id, request_id)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS seen_requests_at ON seen_requests (at_ms);
+CREATE TABLE IF NOT EXISTS seen_nonces (
+  session_id TEXT NOT NULL, nonce TEXT NOT NULL, at_ms INTEGER NOT NULL,
+  PRIMARY KEY (session_id, nonce)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS seen_nonces_at ON seen_nonces (at_ms);
 CREATE TABLE IF NOT EXISTS steps (
   session_id TEXT NOT NULL, seq INTEGER NOT NULL, step_id TEXT NOT NULL,
   method TEXT NOT NULL, provenance TEXT NOT NULL, PRIMARY KEY (session_id, seq)) WITHOUT ROWID;
@@ -133,6 +142,19 @@ impl SqliteStore {
         )
         .db()?;
         conn.execute_batch(SCHEMA).db()?;
+        // Stores made before sessions kept their negotiated methods.
+        let has_methods: bool = conn
+            .query_row(
+                "SELECT COUNT(*) FROM pragma_table_info('sessions') WHERE name = 'methods'",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+            .db()?
+            > 0;
+        if !has_methods {
+            conn.execute_batch("ALTER TABLE sessions ADD COLUMN methods TEXT")
+                .db()?;
+        }
         Ok(SqliteStore {
             conn,
             in_tx: false,
@@ -179,36 +201,66 @@ impl SessionStore for SqliteStore {
         }
         Ok(())
     }
-    fn is_handshaken(&mut self, session: &str) -> Result<bool, StoreError> {
-        let found: Option<i64> = self
+    fn handshake(&mut self, session: &str) -> Result<Option<SessionHandshake>, StoreError> {
+        let row: Option<(String, Option<String>)> = self
             .conn
-            .prepare_cached("SELECT 1 FROM sessions WHERE session_id = ?1")
+            .prepare_cached("SELECT version, methods FROM sessions WHERE session_id = ?1")
             .db()?
-            .query_row(params![session], |r| r.get(0))
+            .query_row(params![session], |r| Ok((r.get(0)?, r.get(1)?)))
             .optional()
             .db()?;
-        Ok(found.is_some())
+        Ok(row.map(|(version, methods)| SessionHandshake {
+            version,
+            // One method name a line (names are namespaced words, never a line break).
+            methods: methods.map(|m| m.lines().map(str::to_string).collect()),
+        }))
     }
-    fn set_handshaken(&mut self, session: &str, version: &str) -> Result<(), StoreError> {
+    fn set_handshake(&mut self, session: &str, hs: &SessionHandshake) -> Result<(), StoreError> {
+        let methods = hs.methods.as_ref().map(|m| m.join("\n"));
         self.conn
-            .prepare_cached("INSERT OR REPLACE INTO sessions (session_id, version) VALUES (?1, ?2)")
+            .prepare_cached(
+                "INSERT OR REPLACE INTO sessions (session_id, version, methods) VALUES (?1, ?2, ?3)",
+            )
             .db()?
-            .execute(params![session, version])
+            .execute(params![session, hs.version, methods])
             .db()?;
         Ok(())
     }
-    fn mark_request(&mut self, request_id: &str, at_ms: i64) -> Result<bool, StoreError> {
+    fn mark_request(
+        &mut self,
+        session: &str,
+        request_id: &str,
+        at_ms: i64,
+    ) -> Result<bool, StoreError> {
         let n = self
             .conn
-            .prepare_cached("INSERT OR IGNORE INTO requests (request_id, at_ms) VALUES (?1, ?2)")
+            .prepare_cached(
+                "INSERT OR IGNORE INTO seen_requests (session_id, request_id, at_ms) VALUES (?1, ?2, ?3)",
+            )
             .db()?
-            .execute(params![request_id, at_ms])
+            .execute(params![session, request_id, at_ms])
+            .db()?;
+        Ok(n == 1)
+    }
+    fn mark_nonce(&mut self, session: &str, nonce: &str, at_ms: i64) -> Result<bool, StoreError> {
+        let n = self
+            .conn
+            .prepare_cached(
+                "INSERT OR IGNORE INTO seen_nonces (session_id, nonce, at_ms) VALUES (?1, ?2, ?3)",
+            )
+            .db()?
+            .execute(params![session, nonce, at_ms])
             .db()?;
         Ok(n == 1)
     }
     fn prune_requests(&mut self, before_ms: i64) -> Result<(), StoreError> {
         self.conn
-            .prepare_cached("DELETE FROM requests WHERE at_ms < ?1")
+            .prepare_cached("DELETE FROM seen_requests WHERE at_ms < ?1")
+            .db()?
+            .execute(params![before_ms])
+            .db()?;
+        self.conn
+            .prepare_cached("DELETE FROM seen_nonces WHERE at_ms < ?1")
             .db()?
             .execute(params![before_ms])
             .db()?;
@@ -320,14 +372,53 @@ mod tests {
     use super::*;
 
     #[test]
-    fn replay_marks_and_pruning() {
+    fn replay_marks_are_per_session_and_pruned() {
         let mut s = SqliteStore::open_in_memory().unwrap_or_else(|e| panic!("{e}"));
-        assert!(matches!(s.mark_request("a", 10), Ok(true)));
-        assert!(matches!(s.mark_request("a", 20), Ok(false)));
-        assert!(matches!(s.mark_request("b", 30), Ok(true)));
+        assert!(matches!(s.mark_request("s1", "a", 10), Ok(true)));
+        assert!(matches!(s.mark_request("s1", "a", 20), Ok(false)));
+        assert!(matches!(s.mark_request("s2", "a", 20), Ok(true)));
+        assert!(matches!(s.mark_request("s1", "b", 30), Ok(true)));
+        assert!(matches!(s.mark_nonce("s1", "n", 10), Ok(true)));
+        assert!(matches!(s.mark_nonce("s1", "n", 11), Ok(false)));
+        assert!(matches!(s.mark_nonce("s2", "n", 11), Ok(true)));
         assert!(s.prune_requests(20).is_ok());
-        assert!(matches!(s.mark_request("a", 40), Ok(true)));
-        assert!(matches!(s.mark_request("b", 40), Ok(false)));
+        assert!(matches!(s.mark_request("s1", "a", 40), Ok(true)));
+        assert!(matches!(s.mark_request("s1", "b", 40), Ok(false)));
+        assert!(matches!(s.mark_nonce("s1", "n", 40), Ok(true)));
+    }
+
+    #[test]
+    fn handshake_round_trips_and_old_stores_gain_the_column() {
+        let dir = std::env::temp_dir().join(format!("mnemo-hs-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let path = dir.join("g.sqlite3");
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+        {
+            // A store from before: no methods column, a global requests table.
+            let c = Connection::open(&path).unwrap_or_else(|e| panic!("{e}"));
+            c.execute_batch(
+                "CREATE TABLE sessions (session_id TEXT PRIMARY KEY, version TEXT NOT NULL) WITHOUT ROWID;
+                 INSERT INTO sessions VALUES ('old', '0.1.0');
+                 CREATE TABLE requests (request_id TEXT PRIMARY KEY, at_ms INTEGER NOT NULL) WITHOUT ROWID;",
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+        }
+        let mut s = SqliteStore::open(&path).unwrap_or_else(|e| panic!("{e}"));
+        let old = s.handshake("old").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            old.map(|h| h.methods),
+            Some(None),
+            "legacy sessions allow every method"
+        );
+        let hs = SessionHandshake {
+            version: "0.1.0".into(),
+            methods: Some(vec!["steps/userMessage".into(), "system/ping".into()]),
+        };
+        assert!(s.set_handshake("new", &hs).is_ok());
+        assert_eq!(s.handshake("new").ok().flatten(), Some(hs));
+        assert!(matches!(s.handshake("none"), Ok(None)));
+        drop(s);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -10,7 +10,7 @@ use crate::model::{
     Trigger, Verdict,
 };
 use crate::policy::{Policy, Trust};
-use crate::store::{CompactionRecord, SessionStore, StepRecord, StoreError};
+use crate::store::{CompactionRecord, SessionHandshake, SessionStore, StepRecord, StoreError};
 use crate::validate::{self, ValidationError};
 use hmac::{Hmac, Mac};
 use serde::Deserialize;
@@ -339,17 +339,17 @@ impl<S: SessionStore> Guardian<S> {
                 .min(i64::MAX / 4);
             self.store.prune_requests(now.saturating_sub(2 * w))?;
         }
-        if !self.store.mark_request(&params.request_id, now)? {
+        let session = params.metadata.session_id.clone();
+        if !self.store.mark_request(&session, &params.request_id, now)? {
             return Err(RpcError::new(codes::REPLAY_DETECTED, "replayed request_id")
                 .with(json!({"request_id": params.request_id})));
         }
-        let session = params.metadata.session_id.clone();
         if method == "handshake/hello" {
             return self.hello(&params, params_v, &session);
         }
         if self.config.require_handshake
             && method != "system/ping"
-            && !self.store.is_handshaken(&session)?
+            && self.store.handshake(&session)?.is_none()
         {
             return Err(RpcError::new(
                 codes::INVALID_REQUEST,
@@ -451,7 +451,6 @@ impl<S: SessionStore> Guardian<S> {
             )
             .with(json!({"path": "/params/payload/provenance_producer", "policy_requires_provenance": true})));
         }
-        self.store.set_handshaken(session, ACS_VERSION)?;
         let ours = match self.config.transport {
             Transport::Stdio => "stdio",
             Transport::Http => "http",
@@ -470,6 +469,13 @@ impl<S: SessionStore> Guardian<S> {
             .iter()
             .filter(|m| METHODS.contains(&m.as_str()))
             .collect();
+        self.store.set_handshake(
+            session,
+            &SessionHandshake {
+                version: ACS_VERSION.to_string(),
+                methods: Some(evaluated.iter().map(|m| m.to_string()).collect()),
+            },
+        )?;
         let sigs: Vec<&str> = if self.config.hmac_keys.is_empty() {
             vec![]
         } else {
@@ -691,7 +697,7 @@ impl<S: SessionStore> Guardian<S> {
         }
         let recorded = self
             .store
-            .mark_request(&params.request_id, (self.clock)())
+            .mark_request(host.session_id, &params.request_id, (self.clock)())
             .map_err(RpcError::from)
             .and_then(|_| {
                 self.record_pre_compact(

@@ -535,22 +535,35 @@ fn batch_answers_in_order_like_single_requests() {
 struct BrokenStore(MemoryStore);
 
 impl SessionStore for BrokenStore {
-    fn is_handshaken(&mut self, s: &str) -> Result<bool, mnemo_guardian::store::StoreError> {
-        self.0.is_handshaken(s)
-    }
-    fn set_handshaken(
+    fn handshake(
         &mut self,
         s: &str,
-        v: &str,
+    ) -> Result<Option<mnemo_guardian::store::SessionHandshake>, mnemo_guardian::store::StoreError>
+    {
+        self.0.handshake(s)
+    }
+    fn set_handshake(
+        &mut self,
+        s: &str,
+        h: &mnemo_guardian::store::SessionHandshake,
     ) -> Result<(), mnemo_guardian::store::StoreError> {
-        self.0.set_handshaken(s, v)
+        self.0.set_handshake(s, h)
     }
     fn mark_request(
         &mut self,
+        s: &str,
         r: &str,
         at: i64,
     ) -> Result<bool, mnemo_guardian::store::StoreError> {
-        self.0.mark_request(r, at)
+        self.0.mark_request(s, r, at)
+    }
+    fn mark_nonce(
+        &mut self,
+        s: &str,
+        n: &str,
+        at: i64,
+    ) -> Result<bool, mnemo_guardian::store::StoreError> {
+        self.0.mark_nonce(s, n, at)
     }
     fn record_step(
         &mut self,

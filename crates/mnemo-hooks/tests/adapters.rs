@@ -119,7 +119,7 @@ fn hook_decisions_are_recorded_in_the_session_store() {
     assert_eq!(last.verdict, Verdict::Allow);
     assert_eq!(last.entries, ["u1", "a1", "r1", "r2", "a3"]);
     assert!(
-        s.mark_request(&id1, 0).is_ok_and(|fresh| !fresh),
+        s.mark_request(session, &id1, 0).is_ok_and(|fresh| !fresh),
         "ids are marked"
     );
 
