@@ -6,7 +6,8 @@
 //! **Owns:** the typed model of the standard's messages ([`model`]), their
 //! validation against every constraint of the standard's JSON Schemas
 //! ([`validate`]), RFC 8785 canonical JSON ([`jcs`]), the per-session audit
-//! hash chain ([`chain`]) and RFC 3339 time handling ([`time`]).
+//! hash chain ([`chain`]), the HMAC-SHA256 signatures of §10 with their
+//! per-session HKDF keys ([`sign`]) and RFC 3339 time handling ([`time`]).
 //!
 //! **Must never:** do I/O, keep state, decide anything (trust, allow or deny
 //! belong to `mnemo-guardian`), or panic on anything a message contains.
@@ -16,6 +17,7 @@
 pub mod chain;
 pub mod jcs;
 pub mod model;
+pub mod sign;
 pub mod time;
 pub mod validate;
 

@@ -494,7 +494,9 @@ pub fn server_hello() -> Node {
                 ),
             ),
             ("skew_window_ms", int0()),
+            // v0.1.0's name, then the current one (spec §4, §6.4).
             ("on_timeout", s_enum(&["proceed", "deny"])),
+            ("on_decision_failure", s_enum(&["proceed", "deny"])),
             (
                 "approver_types_supported",
                 arr(s_enum(&["human", "agent", "service"])),
@@ -520,9 +522,19 @@ pub fn server_hello() -> Node {
     )
 }
 
-fn valued() -> Node {
+/// Required members of a value that carries provenance: with the strict
+/// (`*.acs-provenance.json`) schemas `provenance` is required, with the base
+/// schemas (ACS-Core, spec §7) it is optional.
+fn vp(strict: bool) -> &'static [&'static str] {
+    if strict {
+        &["value", "provenance"]
+    } else {
+        &["value"]
+    }
+}
+fn valued(strict: bool) -> Node {
     obj(
-        &["value", "provenance"],
+        vp(strict),
         vec![("value", Node::Any), ("provenance", provenance())],
     )
 }
@@ -532,9 +544,13 @@ fn tool() -> Node {
         vec![("name", s()), ("version", s()), ("provider", s())],
     )
 }
-fn content_items() -> Node {
+fn content_items(strict: bool) -> Node {
     arr_min1(obj(
-        &["type", "value", "provenance"],
+        if strict {
+            &["type", "value", "provenance"]
+        } else {
+            &["type", "value"]
+        },
         vec![
             ("type", s_enum(CONTENT_TYPES)),
             ("value", Node::Any),
@@ -546,14 +562,53 @@ fn memory_store_ref() -> Node {
     obj(&[], vec![("name", s()), ("scope", s_enum(SCOPES))])
 }
 
-/// Payload schema of a `steps/*` hook, by method name; `None` when the
-/// standard's schema for that hook is not available.
+/// Payload schema of a `steps/*` hook, by method name, as the base
+/// (ACS-Core) schemas have it: `provenance` optional on every value (spec
+/// §7; the summary of `steps/postCompact` keeps it, its lineage is the
+/// point). `None` when the standard's schema for that hook is not available.
 pub fn payload_schema(method: &str) -> Option<&'static Node> {
+    static CELL: OnceLock<Vec<(&'static str, Node)>> = OnceLock::new();
+    lookup(CELL.get_or_init(|| build_all(false)), method)
+}
+
+/// The strict (`*.acs-provenance.json`) variant of [`payload_schema`]:
+/// `provenance` required on every value, as in the schemas of
+/// `shared/acs/v0.1.0/` (which are the older, strict ones).
+pub fn payload_schema_strict(method: &str) -> Option<&'static Node> {
+    static CELL: OnceLock<Vec<(&'static str, Node)>> = OnceLock::new();
+    lookup(CELL.get_or_init(|| build_all(true)), method)
+}
+
+/// Methods with a payload schema.
+const PAYLOAD_METHODS: &[&str] = &[
+    "handshake/hello",
+    "steps/preCompact",
+    "steps/postCompact",
+    "steps/toolCallRequest",
+    "steps/toolCallResult",
+    "steps/userMessage",
+    "steps/agentResponse",
+    "steps/knowledgeRetrieval",
+    "steps/memoryContextRetrieval",
+    "steps/memoryStore",
+    "steps/turnEnd",
+    "steps/subagentStop",
+];
+
+fn build_all(strict: bool) -> Vec<(&'static str, Node)> {
+    PAYLOAD_METHODS
+        .iter()
+        .filter_map(|m| build_payload(m, strict).map(|n| (*m, n)))
+        .collect()
+}
+
+fn lookup(all: &'static [(&'static str, Node)], method: &str) -> Option<&'static Node> {
+    all.iter().find(|(m, _)| *m == method).map(|(_, n)| n)
+}
+
+fn build_payload(method: &str, strict: bool) -> Option<Node> {
     macro_rules! cached {
-        ($build:expr) => {{
-            static CELL: OnceLock<Node> = OnceLock::new();
-            Some(CELL.get_or_init(|| $build))
-        }};
+        ($build:expr) => {{ Some($build) }};
     }
     match method {
         "handshake/hello" => cached!(client_hello()),
@@ -602,7 +657,7 @@ pub fn payload_schema(method: &str) -> Option<&'static Node> {
                 ("tool", tool()),
                 ("operation", s()),
                 ("capability", s()),
-                ("arguments", map_of(valued())),
+                ("arguments", map_of(valued(strict))),
                 ("raw_command", s()),
                 ("intent", obj(&[], vec![("goal", s())])),
             ],
@@ -617,14 +672,14 @@ pub fn payload_schema(method: &str) -> Option<&'static Node> {
                     "exit_status",
                     s_enum(&["success", "failure", "timeout", "blocked"])
                 ),
-                ("outputs", arr(valued())),
+                ("outputs", arr(valued(strict))),
                 ("duration_ms", int0()),
             ],
         )),
-        "steps/userMessage" => cached!(obj(&["content"], vec![("content", content_items())])),
+        "steps/userMessage" => cached!(obj(&["content"], vec![("content", content_items(strict))])),
         "steps/agentResponse" => cached!(obj(
             &["content"],
-            vec![("content", content_items()), ("reasoning", s())],
+            vec![("content", content_items(strict)), ("reasoning", s())],
         )),
         "steps/knowledgeRetrieval" => cached!(obj(
             &["query", "results"],
@@ -632,7 +687,7 @@ pub fn payload_schema(method: &str) -> Option<&'static Node> {
                 (
                     "query",
                     obj(
-                        &["value", "provenance"],
+                        vp(strict),
                         vec![("value", s()), ("provenance", provenance())]
                     )
                 ),
@@ -659,7 +714,7 @@ pub fn payload_schema(method: &str) -> Option<&'static Node> {
                 (
                     "results",
                     arr(obj(
-                        &["value", "provenance"],
+                        vp(strict),
                         vec![
                             ("value", Node::Any),
                             ("source_id", s()),
@@ -687,7 +742,7 @@ pub fn payload_schema(method: &str) -> Option<&'static Node> {
                 (
                     "results",
                     arr(obj(
-                        &["value", "provenance"],
+                        vp(strict),
                         vec![
                             ("memory_id", s()),
                             ("value", Node::Any),
@@ -704,7 +759,7 @@ pub fn payload_schema(method: &str) -> Option<&'static Node> {
                 ("memory_id", s()),
                 ("memory_store", memory_store_ref()),
                 ("operation", s_enum(&["create", "update", "delete"])),
-                ("content", valued()),
+                ("content", valued(strict)),
                 ("metadata", obj_any()),
             ],
         )),
@@ -726,7 +781,7 @@ pub fn payload_schema(method: &str) -> Option<&'static Node> {
                 (
                     "summary",
                     obj(
-                        &["value", "provenance"],
+                        vp(strict),
                         vec![("value", s()), ("provenance", provenance())]
                     )
                 ),
@@ -748,7 +803,7 @@ pub fn payload_schema(method: &str) -> Option<&'static Node> {
                     ])
                 ),
                 ("final_chain_hash", s_pat(Pattern::Sha256Hex)),
-                ("summary", valued()),
+                ("summary", valued(strict)),
                 ("subagent_step_count", int0()),
             ],
         )),

@@ -7,10 +7,17 @@
 //! `handshake/hello`, one `steps/memoryContextRetrieval` per entry (the entry's
 //! provenance as results, so order and re-grounding survive), then
 //! `steps/preCompact` over those steps.
+//!
+//! With [`RemoteGuardian::with_hmac`] every request is signed under the
+//! per-session key of ACS §10 (HKDF-SHA256 of the secret, info = the
+//! session id) and every response must carry a signature that verifies
+//! under the same key. The ServerHello is read where the current standard
+//! puts it (the top of `result`) or where v0.1.0 Guardians put it
+//! (`result.payload`).
 
 use mnemo_acs::model::{ACS_VERSION, Trigger, Verdict};
 use mnemo_guardian::decide::{Decision, EntryProvenance};
-use mnemo_guardian::protocol::sign_request;
+use mnemo_acs::sign;
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -111,9 +118,11 @@ impl RemoteGuardian {
         })
     }
 
-    /// Signs every request with HMAC-SHA256.
-    pub fn with_hmac(mut self, key_id: &str, key: &[u8]) -> Self {
-        self.hmac = Some((key_id.into(), key.to_vec()));
+    /// Signs every request with HMAC-SHA256 under the per-session key
+    /// derived from `secret` (named by `key_id`), and requires every
+    /// response to be signed under it.
+    pub fn with_hmac(mut self, key_id: &str, secret: &[u8]) -> Self {
+        self.hmac = Some((key_id.into(), secret.to_vec()));
         self
     }
 
@@ -137,12 +146,26 @@ impl RemoteGuardian {
         }
     }
 
-    /// Sends one JSON-RPC request (signed when configured); returns the response.
+    /// Sends one JSON-RPC request (signed when configured); returns the
+    /// response, whose signature is verified when a key is configured.
     pub fn call(&self, request: &Value) -> Result<Value, ClientError> {
         let mut request = request.clone();
-        if let Some((id, key)) = &self.hmac {
-            sign_request(&mut request, id, key);
+        if let Some((id, secret)) = &self.hmac {
+            sign::sign_request(&mut request, id, secret);
         }
+        let resp = self.post(&request)?;
+        if let Some((id, secret)) = &self.hmac {
+            let session = request
+                .pointer("/params/metadata/session_id")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            sign::verify_response(&resp, session, &[(id.clone(), secret.clone())])
+                .map_err(|e| self.protocol(format!("response signature: {e}")))?;
+        }
+        Ok(resp)
+    }
+
+    fn post(&self, request: &Value) -> Result<Value, ClientError> {
         let body = request.to_string();
         let addr = self
             .host
@@ -237,7 +260,14 @@ impl RemoteGuardian {
                    "methods_implemented": ["steps/memoryContextRetrieval", "steps/preCompact"],
                    "transports_supported": ["http"], "provenance_producer": "deterministic"}),
         );
-        self.call_ok(&hello)?;
+        let server_hello = self.call_ok(&hello)?;
+        let negotiated = negotiated_version(&server_hello)
+            .ok_or_else(|| self.protocol("handshake/hello: no ServerHello in the result"))?;
+        if negotiated.split('.').next() != ACS_VERSION.split('.').next() {
+            return Err(self.protocol(format!(
+                "handshake/hello: the Guardian negotiated ACS {negotiated}, this client speaks {ACS_VERSION}"
+            )));
+        }
         let mut steps = Vec::with_capacity(entries.len());
         for e in entries {
             let results: Vec<Value> = e
@@ -284,5 +314,31 @@ impl RemoteGuardian {
             policy_data: r.get("policy_data").cloned().unwrap_or(Value::Null),
             rule_id: "remote",
         })
+    }
+}
+
+/// The `negotiated_version` of a `handshake/hello` result: at the top of
+/// `result` (the current standard and its reference clients) or under
+/// `result.payload` (v0.1.0 Guardians, mnemo's before this change).
+pub fn negotiated_version(result: &Value) -> Option<&str> {
+    result
+        .get("negotiated_version")
+        .or_else(|| result.get("payload")?.get("negotiated_version"))
+        .and_then(Value::as_str)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_hello_is_read_in_both_shapes() {
+        let top = json!({"negotiated_version": "0.1.0", "methods_evaluated": []});
+        let nested = json!({"type": "final", "decision": "allow", "payload": {"negotiated_version": "0.1.2"}});
+        let both = json!({"negotiated_version": "0.1.0", "payload": {"negotiated_version": "0.1.0"}});
+        assert_eq!(negotiated_version(&top), Some("0.1.0"));
+        assert_eq!(negotiated_version(&nested), Some("0.1.2"));
+        assert_eq!(negotiated_version(&both), Some("0.1.0"));
+        assert_eq!(negotiated_version(&json!({"decision": "allow"})), None);
     }
 }

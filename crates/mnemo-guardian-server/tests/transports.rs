@@ -113,7 +113,7 @@ fn stdio_survives_malformed_and_huge_frames() {
     let hello = req(
         1,
         "handshake/hello",
-        json!({"acs_versions_supported": ["0.1.0"], "methods_implemented": [],
+        json!({"acs_versions_supported": ["0.1.0"], "methods_implemented": ["steps/toolCallResult"],
         "transports_supported": ["stdio"], "provenance_producer": "deterministic"}),
     );
     let mut input = frame(hello.to_string().as_bytes());
@@ -181,7 +181,7 @@ fn http_keep_alive_and_bad_requests() {
     let hello = req(
         100,
         "handshake/hello",
-        json!({"acs_versions_supported": ["0.1.0"], "methods_implemented": [],
+        json!({"acs_versions_supported": ["0.1.0"], "methods_implemented": ["steps/toolCallResult"],
         "transports_supported": ["http"], "provenance_producer": "deterministic"}),
     );
     let (st, body) = http_roundtrip(&mut s, &mut r, hello.to_string().as_bytes());

@@ -2,7 +2,7 @@
 //! name (SQLite by default, in memory on request) and the HMAC key.
 
 use crate::sqlite::SqliteStore;
-use mnemo_guardian::policy::{Policy, PolicyError};
+use mnemo_guardian::policy::{HmacKeySource, KeyEncoding, Policy, PolicyError};
 use mnemo_guardian::protocol::{Guardian, GuardianConfig, Transport};
 use mnemo_guardian::store::{MemoryStore, SessionStore, StoreError};
 use std::io;
@@ -119,22 +119,55 @@ pub fn open_guardian(
     if one_shot {
         config.require_handshake = false;
     }
-    if let Some(var) = &policy.guardian.hmac_key_env {
-        let key = std::env::var(var)
-            .ok()
-            .filter(|k| !k.is_empty())
-            .ok_or_else(|| {
-                OpenError::Config(format!(
-                    "policy guardian.hmac_key_env names {var}, which is not set"
-                ))
-            })?;
-        let id = policy
-            .guardian
-            .hmac_key_id
-            .clone()
-            .unwrap_or_else(|| "default".into());
-        config.hmac_keys.push((id, key.into_bytes()));
+    let mut sources = policy.guardian.hmac_keys.clone();
+    if let (Some(env), Some(key_id)) = (&policy.guardian.hmac_key_env, &policy.guardian.hmac_key_id)
+    {
+        sources.insert(
+            0,
+            HmacKeySource {
+                key_id: key_id.clone(),
+                env: env.clone(),
+                encoding: KeyEncoding::Utf8,
+            },
+        );
+    }
+    for src in &sources {
+        config.hmac_keys.push((src.key_id.clone(), load_secret(src)?));
     }
     let store = open_store(opts, !one_shot)?;
     Ok(Guardian::new(policy, config, store))
+}
+
+/// Reads one HMAC secret from its environment variable.
+fn load_secret(src: &HmacKeySource) -> Result<Vec<u8>, OpenError> {
+    let text = std::env::var(&src.env)
+        .ok()
+        .filter(|k| !k.is_empty())
+        .ok_or_else(|| {
+            OpenError::Config(format!(
+                "policy: the HMAC key {} is read from {}, which is not set",
+                src.key_id, src.env
+            ))
+        })?;
+    let bytes = match src.encoding {
+        KeyEncoding::Utf8 => Some(text.into_bytes()),
+        KeyEncoding::Base64 => mnemo_acs::sign::base64_decode(text.trim()),
+        KeyEncoding::Hex => hex_decode(text.trim()),
+    };
+    bytes.filter(|b| !b.is_empty()).ok_or_else(|| {
+        OpenError::Config(format!(
+            "policy: {} (HMAC key {}) is not valid {:?}",
+            src.env, src.key_id, src.encoding
+        ))
+    })
+}
+
+fn hex_decode(s: &str) -> Option<Vec<u8>> {
+    if s.len() % 2 != 0 {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| s.get(i..i + 2).and_then(|h| u8::from_str_radix(h, 16).ok()))
+        .collect()
 }
