@@ -16,8 +16,8 @@
 //! (`result.payload`).
 
 use mnemo_acs::model::{ACS_VERSION, Trigger, Verdict};
-use mnemo_guardian::decide::{Decision, EntryProvenance};
 use mnemo_acs::sign;
+use mnemo_guardian::decide::{Decision, EntryProvenance};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -335,7 +335,8 @@ mod tests {
     fn server_hello_is_read_in_both_shapes() {
         let top = json!({"negotiated_version": "0.1.0", "methods_evaluated": []});
         let nested = json!({"type": "final", "decision": "allow", "payload": {"negotiated_version": "0.1.2"}});
-        let both = json!({"negotiated_version": "0.1.0", "payload": {"negotiated_version": "0.1.0"}});
+        let both =
+            json!({"negotiated_version": "0.1.0", "payload": {"negotiated_version": "0.1.0"}});
         assert_eq!(negotiated_version(&top), Some("0.1.0"));
         assert_eq!(negotiated_version(&nested), Some("0.1.2"));
         assert_eq!(negotiated_version(&both), Some("0.1.0"));

@@ -132,10 +132,16 @@ pub fn open_guardian(
         );
     }
     for src in &sources {
-        config.hmac_keys.push((src.key_id.clone(), load_secret(src)?));
+        config
+            .hmac_keys
+            .push((src.key_id.clone(), load_secret(src)?));
     }
     let store = open_store(opts, !one_shot)?;
-    Ok(Guardian::new(policy, config, store))
+    let guardian = Guardian::new(policy, config, store);
+    Ok(match fixed_clock()? {
+        Some(_) => guardian.with_clock(fixed_now),
+        None => guardian,
+    })
 }
 
 /// Reads one HMAC secret from its environment variable.
@@ -170,4 +176,35 @@ fn hex_decode(s: &str) -> Option<Vec<u8>> {
         .step_by(2)
         .map(|i| s.get(i..i + 2).and_then(|h| u8::from_str_radix(h, 16).ok()))
         .collect()
+}
+
+/// The environment variable that stops the Guardian's clock at one RFC 3339
+/// instant, so that recorded conformance vectors (whose timestamps, and the
+/// signatures over them, are fixed) can be replayed against the real
+/// binaries. Never set it in a deployment: the timestamp window then
+/// measures against that instant.
+pub const FIXED_CLOCK_ENV: &str = "MNEMO_GUARD_NOW";
+
+static FIXED_NOW: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
+
+fn fixed_clock() -> Result<Option<i64>, OpenError> {
+    let Some(text) = std::env::var(FIXED_CLOCK_ENV)
+        .ok()
+        .filter(|t| !t.is_empty())
+    else {
+        return Ok(None);
+    };
+    let ms = mnemo_acs::time::parse_rfc3339_ms(&text).ok_or_else(|| {
+        OpenError::Config(format!(
+            "{FIXED_CLOCK_ENV}={text}: expected an RFC 3339 time such as 2026-09-09T12:00:00Z"
+        ))
+    })?;
+    Ok(Some(*FIXED_NOW.get_or_init(|| ms)))
+}
+
+fn fixed_now() -> i64 {
+    FIXED_NOW
+        .get()
+        .copied()
+        .unwrap_or_else(mnemo_acs::time::now_ms)
 }

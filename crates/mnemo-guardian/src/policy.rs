@@ -468,9 +468,9 @@ impl Policy {
                     }
                 }
                 "modify_unsupported_agents" => {
-                    let a = v
-                        .as_array()
-                        .ok_or_else(|| perr(&key, format!("expected an array, got {}", v.type_str())))?;
+                    let a = v.as_array().ok_or_else(|| {
+                        perr(&key, format!("expected an array, got {}", v.type_str()))
+                    })?;
                     let mut out = Vec::new();
                     for (i, x) in a.iter().enumerate() {
                         out.push(as_str(x, &format!("{key}[{i}]"))?.to_string());
@@ -478,9 +478,12 @@ impl Policy {
                     self.guardian.modify_unsupported_agents = out;
                 }
                 "hmac_keys" => {
-                    let a = v
-                        .as_array()
-                        .ok_or_else(|| perr(&key, format!("expected an array of tables, got {}", v.type_str())))?;
+                    let a = v.as_array().ok_or_else(|| {
+                        perr(
+                            &key,
+                            format!("expected an array of tables, got {}", v.type_str()),
+                        )
+                    })?;
                     for (i, x) in a.iter().enumerate() {
                         let k = format!("{key}[{i}]");
                         let t = as_table(x, &k)?;
@@ -500,7 +503,9 @@ impl Policy {
                                         other => {
                                             return Err(perr(
                                                 kk,
-                                                format!("expected \"utf8\", \"base64\" or \"hex\", got \"{other}\""),
+                                                format!(
+                                                    "expected \"utf8\", \"base64\" or \"hex\", got \"{other}\""
+                                                ),
                                             ));
                                         }
                                     }
@@ -508,12 +513,23 @@ impl Policy {
                                 _ => return Err(perr(kk, "unknown key")),
                             }
                         }
-                        let key_id = id.filter(|s| !s.is_empty()).ok_or_else(|| perr(format!("{k}.key_id"), "required"))?;
-                        let env = env.filter(|s| !s.is_empty()).ok_or_else(|| perr(format!("{k}.env"), "required"))?;
+                        let key_id = id
+                            .filter(|s| !s.is_empty())
+                            .ok_or_else(|| perr(format!("{k}.key_id"), "required"))?;
+                        let env = env
+                            .filter(|s| !s.is_empty())
+                            .ok_or_else(|| perr(format!("{k}.env"), "required"))?;
                         if self.guardian.hmac_keys.iter().any(|h| h.key_id == key_id) {
-                            return Err(perr(format!("{k}.key_id"), format!("{key_id} is configured twice")));
+                            return Err(perr(
+                                format!("{k}.key_id"),
+                                format!("{key_id} is configured twice"),
+                            ));
                         }
-                        self.guardian.hmac_keys.push(HmacKeySource { key_id, env, encoding });
+                        self.guardian.hmac_keys.push(HmacKeySource {
+                            key_id,
+                            env,
+                            encoding,
+                        });
                     }
                 }
                 _ => return Err(perr(key, "unknown key")),

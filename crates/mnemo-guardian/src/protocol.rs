@@ -76,6 +76,15 @@ pub const METHODS: &[&str] = &[
     "steps/subagentStart",
 ];
 
+/// Whether this Guardian evaluates `method`: the methods of [`METHODS`]
+/// and wrapped MCP (`protocols/MCP/*`, recorded like any step).
+pub fn evaluates(method: &str) -> bool {
+    METHODS.contains(&method)
+        || method
+            .strip_prefix("protocols/MCP/")
+            .is_some_and(|rest| !rest.is_empty())
+}
+
 /// Transport names used in the ServerHello.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Transport {
@@ -341,9 +350,9 @@ impl<S: SessionStore> Guardian<S> {
         // its shape; never for system/ping, which answers no ACS error (§13).
         if obj.get("method").and_then(Value::as_str) != Some("system/ping")
             && let Some(v) = obj
-            .get("params")
-            .and_then(|p| p.get("acs_version"))
-            .and_then(Value::as_str)
+                .get("params")
+                .and_then(|p| p.get("acs_version"))
+                .and_then(Value::as_str)
             && validate::pattern_matches(validate::Pattern::Semver, v)
             && major(v) != major(ACS_VERSION)
         {
@@ -361,7 +370,7 @@ impl<S: SessionStore> Guardian<S> {
             .get("method")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        if !METHODS.contains(&method) {
+        if !evaluates(method) {
             return Err(RpcError::new(
                 codes::METHOD_NOT_FOUND,
                 format!("method not found: {method}"),
@@ -394,13 +403,9 @@ impl<S: SessionStore> Guardian<S> {
             self.store.prune_requests(now.saturating_sub(2 * w))?;
         }
         // Replays are scoped to the session (§10.3).
-        if !self
-            .store
-            .mark_request(&session, &params.request_id, now)?
-        {
-            return Err(RpcError::new(codes::REPLAY_DETECTED, "replayed request_id").with(
-                json!({"reason": "duplicate_request_id", "request_id": params.request_id}),
-            ));
+        if !self.store.mark_request(&session, &params.request_id, now)? {
+            return Err(RpcError::new(codes::REPLAY_DETECTED, "replayed request_id")
+                .with(json!({"reason": "duplicate_request_id", "request_id": params.request_id})));
         }
         if let Some(nonce) = &params.nonce
             && !self.store.mark_nonce(&session, nonce, now)?
@@ -418,7 +423,9 @@ impl<S: SessionStore> Guardian<S> {
                         codes::CAPABILITY_NOT_NEGOTIATED,
                         "handshake/hello required before other methods",
                     )
-                    .with(json!({"reason": "no_handshake", "method": method, "session_id": session})));
+                    .with(
+                        json!({"reason": "no_handshake", "method": method, "session_id": session}),
+                    ));
                 }
                 Some(hs) if !hs.allows(method) => {
                     return Err(RpcError::new(
@@ -428,6 +435,23 @@ impl<S: SessionStore> Guardian<S> {
                     .with(json!({"reason": "method_not_negotiated", "method": method, "session_id": session})));
                 }
                 Some(_) => {}
+            }
+        }
+        // §8.6: a client's chain_hash that disagrees with the head is
+        // CHAIN_MISMATCH (the Guardian cannot proceed on a forked chain).
+        let claimed = params_v
+            .pointer("/metadata/session_state/chain_hash")
+            .or_else(|| params_v.pointer("/metadata/chain_hash"))
+            .and_then(Value::as_str);
+        if let Some(claimed) = claimed {
+            let head = self.store.chain_head(&session)?;
+            let head_hex = head.map(|(_, h)| chain::to_hex(&h));
+            if head_hex.as_deref() != Some(claimed) {
+                return Err(RpcError::new(
+                    codes::CHAIN_MISMATCH,
+                    "the client's chain_hash is not this session's chain head",
+                )
+                .with(json!({"reason": "chain_mismatch", "client_chain_hash": claimed, "chain_hash": head_hex})));
             }
         }
         let payload = payload_of(params_v);
@@ -571,7 +595,7 @@ impl<S: SessionStore> Guardian<S> {
         let evaluated: Vec<&String> = hello
             .methods_implemented
             .iter()
-            .filter(|m| METHODS.contains(&m.as_str()))
+            .filter(|m| evaluates(m))
             .collect();
         self.store.set_handshake(
             session,

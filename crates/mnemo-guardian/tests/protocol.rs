@@ -124,9 +124,8 @@ fn handshake_is_required_first() {
         codes::CAPABILITY_NOT_NEGOTIATED
     );
     // Unless the policy does not require provenance.
-    let mut g = guardian_with(
-        Policy::from_toml("[guardian]\nrequire_provenance = false\n").unwrap(),
-    );
+    let mut g =
+        guardian_with(Policy::from_toml("[guardian]\nrequire_provenance = false\n").unwrap());
     let r = call(&mut g, &h);
     assert_eq!(r["result"]["policy_requires_provenance"], false, "{r}");
     // Without provenance the data hooks still validate (base schemas, §7).
@@ -143,13 +142,22 @@ fn only_negotiated_methods_are_answered() {
     let mut h = hello();
     h["params"]["payload"]["methods_implemented"] = json!(["steps/userMessage"]);
     let r = call(&mut g, &h);
-    assert_eq!(r["result"]["methods_evaluated"], json!(["steps/userMessage"]));
+    assert_eq!(
+        r["result"]["methods_evaluated"],
+        json!(["steps/userMessage"])
+    );
     assert_eq!(call(&mut g, &user("n1"))["result"]["decision"], "allow");
     // Not negotiated: -32003, and in particular no `allow` for sessionEnd.
-    let r = call(&mut g, &req("steps/sessionEnd", json!({"reason": "completed"})));
+    let r = call(
+        &mut g,
+        &req("steps/sessionEnd", json!({"reason": "completed"})),
+    );
     assert_eq!(code(&r), codes::CAPABILITY_NOT_NEGOTIATED, "{r}");
     assert_eq!(r["error"]["data"]["method"], "steps/sessionEnd");
-    assert_eq!(code(&call(&mut g, &tool("n2", "Bash"))), codes::CAPABILITY_NOT_NEGOTIATED);
+    assert_eq!(
+        code(&call(&mut g, &tool("n2", "Bash"))),
+        codes::CAPABILITY_NOT_NEGOTIATED
+    );
 }
 
 #[test]
@@ -328,7 +336,10 @@ fn hmac_signatures() {
     );
     // The response is signed under the session key the request used.
     let keys = [("k1".to_string(), b"secret".to_vec())];
-    assert!(mnemo_acs::sign::verify_response(&r, SESSION, &keys).is_ok(), "{r}");
+    assert!(
+        mnemo_acs::sign::verify_response(&r, SESSION, &keys).is_ok(),
+        "{r}"
+    );
     assert!(mnemo_acs::sign::verify_response(&r, "another-session", &keys).is_err());
     // Tampering after signing breaks it.
     let mut u = user("p1");
@@ -757,5 +768,42 @@ fn store_failure_is_an_internal_error() {
             .as_str()
             .unwrap()
             .contains("disk on fire")
+    );
+}
+
+#[test]
+fn a_client_chain_hash_that_differs_is_chain_mismatch() {
+    let mut g = guardian();
+    let r = call(&mut g, &user("c1"));
+    let head = r["result"]["chain_hash"].as_str().unwrap().to_string();
+    let mut ok = user("c2");
+    ok["params"]["metadata"]["session_state"] = json!({"chain_hash": head});
+    assert_eq!(call(&mut g, &ok)["result"]["decision"], "allow");
+    let mut bad = user("c3");
+    bad["params"]["metadata"]["session_state"] = json!({"chain_hash": "f".repeat(64)});
+    let r = call(&mut g, &bad);
+    assert_eq!(code(&r), codes::CHAIN_MISMATCH, "{r}");
+}
+
+#[test]
+fn wrapped_mcp_is_evaluated_when_negotiated() {
+    let mut g = guardian_with(Policy::default());
+    let mut h = hello();
+    h["params"]["payload"]["methods_implemented"] =
+        json!(["steps/toolCallRequest", "protocols/MCP/tools/call"]);
+    let r = call(&mut g, &h);
+    assert_eq!(
+        r["result"]["methods_evaluated"],
+        json!(["steps/toolCallRequest", "protocols/MCP/tools/call"])
+    );
+    let mcp = req(
+        "protocols/MCP/tools/call",
+        json!({"name": "read", "arguments": {}}),
+    );
+    assert_eq!(call(&mut g, &mcp)["result"]["decision"], "allow");
+    let other = req("protocols/MCP/resources/read", json!({"uri": "file:///x"}));
+    assert_eq!(
+        code(&call(&mut g, &other)),
+        codes::CAPABILITY_NOT_NEGOTIATED
     );
 }
