@@ -663,16 +663,31 @@ fn build_payload(method: &str, strict: bool) -> Option<Node> {
             ],
         )),
         "steps/toolCallResult" => cached!(obj(
-            &["tool", "exit_status", "outputs"],
+            // The current text (hooks.md) describes the payload as
+            // execution_id, outputs, exit status and duration: the base
+            // schema no longer insists on `tool` nor on an array of outputs.
+            if strict {
+                &["tool", "exit_status", "outputs"]
+            } else {
+                &["exit_status"]
+            },
             vec![
                 ("tool", tool()),
+                ("execution_id", s()),
                 ("operation", s()),
                 ("request_id_ref", s_fmt(Format::Uuid)),
                 (
                     "exit_status",
                     s_enum(&["success", "failure", "timeout", "blocked"])
                 ),
-                ("outputs", arr(valued(strict))),
+                (
+                    "outputs",
+                    if strict {
+                        arr(valued(strict))
+                    } else {
+                        Node::Any
+                    }
+                ),
                 ("duration_ms", int0()),
             ],
         )),

@@ -74,6 +74,9 @@ pub const METHODS: &[&str] = &[
     "steps/turnStart",
     "steps/agentTrigger",
     "steps/subagentStart",
+    "steps/skillRegister",
+    "steps/skillLoad",
+    "steps/skillUnload",
 ];
 
 /// Whether this Guardian evaluates `method`: the methods of [`METHODS`]
@@ -281,6 +284,9 @@ impl<S: SessionStore> Guardian<S> {
                 Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
                 Err(e) => error_response(id, &e),
             };
+            if self.signer.is_none() {
+                self.signer = self.fallback_signer(req);
+            }
             return self.signed(resp);
         }
         if let Err(e) = self.store.begin() {
@@ -292,12 +298,34 @@ impl<S: SessionStore> Guardian<S> {
             Err(e) if e.code == codes::INTERNAL_ERROR => self.store.rollback(),
             _ => self.store.commit(),
         };
+        if self.signer.is_none() {
+            self.signer = self.fallback_signer(req);
+        }
         let resp = match (out, commit) {
             (Ok(result), Ok(())) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
             (Err(e), _) => error_response(id, &e),
             (Ok(_), Err(e)) => error_response(id, &e.into()),
         };
         self.signed(resp)
+    }
+
+    /// The key for answering a request refused before its signature was
+    /// looked at (a version or envelope error): the key it names, or the
+    /// first when it names none; nothing for an unknown label or a
+    /// request without a session id.
+    fn fallback_signer(&self, req: &Value) -> Option<(String, usize)> {
+        if self.config.hmac_keys.is_empty() {
+            return None;
+        }
+        let session = req.pointer("/params/metadata/session_id")?.as_str()?;
+        let i = match req.pointer("/params/signature/key_id") {
+            Some(k) => {
+                let k = k.as_str()?;
+                self.config.hmac_keys.iter().position(|(l, _)| l == k)?
+            }
+            None => 0,
+        };
+        Some((session.to_string(), i))
     }
 
     /// Signs a response under the current request's session key (ACS §10:
