@@ -91,6 +91,8 @@ fn expectation_file_pins_every_own_member_as_passing() {
         assert_eq!(cols[1..], ["PASS", "PASS"], "{line}");
         own += 1;
     }
-    let files = std::fs::read_dir(acs_dir().join("vectors")).unwrap().count();
+    let files = std::fs::read_dir(acs_dir().join("vectors"))
+        .unwrap()
+        .count();
     assert_eq!(own, files, "every own member has a row");
 }

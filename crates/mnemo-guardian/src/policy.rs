@@ -196,6 +196,68 @@ pub struct Policy {
     pub allow_untrusted_below_tokens: Option<u64>,
     /// Server settings.
     pub guardian: GuardianSettings,
+    /// Tool-call rules (`[tools]`); empty by default: every tool is allowed.
+    pub tools: ToolRules,
+}
+
+/// Rules for `steps/toolCallRequest` and wrapped MCP `tools/call`
+/// (`[tools]`). mnemo's Guardian governs compaction; these rules let a
+/// deployment that sends it tool calls refuse the ones it does not govern.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolRules {
+    /// When set, a tool whose name matches none of these globs is denied
+    /// (`tool_unregistered`).
+    pub registered: Option<Vec<String>>,
+    /// Tool + command globs that are denied (`tool_denied`), first match wins.
+    pub deny: Vec<ToolDeny>,
+}
+
+/// One `[[tools.deny]]` rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolDeny {
+    /// Tool-name glob.
+    pub tool: String,
+    /// Command glob (the call's `raw_command` or `arguments.command.value`);
+    /// `None`: every call of the tool.
+    pub command: Option<String>,
+}
+
+impl ToolRules {
+    /// The reason code and reasoning of a denied call, or `None`.
+    pub fn check(&self, tool: &str, command: Option<&str>) -> Option<(&'static str, String)> {
+        if let Some(reg) = &self.registered
+            && !reg.iter().any(|g| glob_match(g, tool))
+        {
+            return Some((
+                "tool_unregistered",
+                format!(
+                    "The tool {tool} is not registered with this Guardian's policy ([tools] registered); register it to allow it."
+                ),
+            ));
+        }
+        for d in &self.deny {
+            if glob_match(&d.tool, tool)
+                && match (&d.command, command) {
+                    (None, _) => true,
+                    (Some(g), Some(c)) => glob_match(g, c),
+                    (Some(_), None) => false,
+                }
+            {
+                return Some((
+                    "tool_denied",
+                    format!(
+                        "The policy denies this call of {tool} ([[tools.deny]] tool = {:?}{}).",
+                        d.tool,
+                        d.command
+                            .as_ref()
+                            .map(|c| format!(", command = {c:?}"))
+                            .unwrap_or_default()
+                    ),
+                ));
+            }
+        }
+        None
+    }
 }
 
 impl Default for Policy {
@@ -225,6 +287,7 @@ impl Default for Policy {
             max_compression_ratio: None,
             allow_untrusted_below_tokens: None,
             guardian: GuardianSettings::default(),
+            tools: ToolRules::default(),
         }
     }
 }
@@ -306,6 +369,7 @@ impl Policy {
                 "trust" => p.parse_trust_table(as_table(v, k)?)?,
                 "compaction" => p.parse_compaction(as_table(v, k)?)?,
                 "guardian" => p.parse_guardian(as_table(v, k)?)?,
+                "tools" => p.parse_tools(as_table(v, k)?)?,
                 _ => return Err(perr(k.as_str(), "unknown key")),
             }
         }
@@ -426,6 +490,53 @@ impl Policy {
                             }
                         };
                         self.triggers.insert(trig, rule);
+                    }
+                }
+                _ => return Err(perr(key, "unknown key")),
+            }
+        }
+        Ok(())
+    }
+
+    fn parse_tools(&mut self, t: &toml::Table) -> Result<(), PolicyError> {
+        let strings = |v: &toml::Value, key: &str| -> Result<Vec<String>, PolicyError> {
+            let a = v
+                .as_array()
+                .ok_or_else(|| perr(key, format!("expected an array, got {}", v.type_str())))?;
+            a.iter()
+                .enumerate()
+                .map(|(i, x)| as_str(x, &format!("{key}[{i}]")).map(str::to_string))
+                .collect()
+        };
+        for (k, v) in t {
+            let key = format!("tools.{k}");
+            match k.as_str() {
+                "registered" => self.tools.registered = Some(strings(v, &key)?),
+                "deny" => {
+                    let a = v.as_array().ok_or_else(|| {
+                        perr(
+                            &key,
+                            format!("expected an array of tables, got {}", v.type_str()),
+                        )
+                    })?;
+                    for (i, x) in a.iter().enumerate() {
+                        let k2 = format!("{key}[{i}]");
+                        let mut tool = None;
+                        let mut command = None;
+                        for (name, val) in as_table(x, &k2)? {
+                            match name.as_str() {
+                                "tool" => {
+                                    tool = Some(as_str(val, &format!("{k2}.tool"))?.to_string())
+                                }
+                                "command" => {
+                                    command =
+                                        Some(as_str(val, &format!("{k2}.command"))?.to_string())
+                                }
+                                _ => return Err(perr(format!("{k2}.{name}"), "unknown key")),
+                            }
+                        }
+                        let tool = tool.ok_or_else(|| perr(format!("{k2}.tool"), "required"))?;
+                        self.tools.deny.push(ToolDeny { tool, command });
                     }
                 }
                 _ => return Err(perr(key, "unknown key")),

@@ -88,6 +88,25 @@ pub fn evaluates(method: &str) -> bool {
             .is_some_and(|rest| !rest.is_empty())
 }
 
+/// The tool name and command of a tool call (`steps/toolCallRequest`, or
+/// wrapped MCP `tools/call` whose `name` is the tool).
+fn tool_call<'a>(method: &str, payload: &'a Value) -> Option<(&'a str, Option<&'a str>)> {
+    let tool = match method {
+        "steps/toolCallRequest" => payload.pointer("/tool/name")?.as_str()?,
+        "protocols/MCP/tools/call" => payload
+            .pointer("/tool/name")
+            .or_else(|| payload.get("name"))?
+            .as_str()?,
+        _ => return None,
+    };
+    let command = payload
+        .get("raw_command")
+        .or_else(|| payload.pointer("/arguments/command/value"))
+        .or_else(|| payload.pointer("/arguments/command"))
+        .and_then(Value::as_str);
+    Some((tool, command))
+}
+
 /// Transport names used in the ServerHello.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Transport {
@@ -493,11 +512,24 @@ impl<S: SessionStore> Guardian<S> {
             "steps/postCompact" => self.post_compact(method, &params, params_v, &session),
             _ => {
                 let provs = model::collect_provenance(payload);
-                let mut r = self.result(
-                    &params,
-                    Verdict::Allow,
-                    Some("Recorded with its provenance.".into()),
-                );
+                let refused = tool_call(method, payload)
+                    .and_then(|(tool, command)| self.policy.tools.check(tool, command));
+                let mut r = match refused {
+                    Some((code, reasoning)) => {
+                        let mut r = self.result(&params, Verdict::Deny, Some(reasoning));
+                        r.set("reason_codes", json!([code]));
+                        r.set(
+                            "policy_references",
+                            json!([{"policy_id": self.policy.policy_id, "policy_version": self.policy.policy_version, "rule_id": code}]),
+                        );
+                        r
+                    }
+                    None => self.result(
+                        &params,
+                        Verdict::Allow,
+                        Some("Recorded with its provenance.".into()),
+                    ),
+                };
                 let hash = self.append_step(&session, method, &params, params_v, provs)?;
                 r.set("chain_hash", json!(chain::to_hex(&hash)));
                 Ok(r.0)

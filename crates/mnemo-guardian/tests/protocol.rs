@@ -807,3 +807,36 @@ fn wrapped_mcp_is_evaluated_when_negotiated() {
         codes::CAPABILITY_NOT_NEGOTIATED
     );
 }
+
+#[test]
+fn tool_rules_deny_unregistered_and_listed_calls() {
+    let policy = Policy::from_toml(
+        "[tools]\nregistered = [\"Bash\"]\n[[tools.deny]]\ntool = \"Bash\"\ncommand = \"rm -rf /*\"\n",
+    )
+    .unwrap();
+    let mut g = guardian_with(policy);
+    call(&mut g, &hello());
+    let bash = |cmd: &str| {
+        req(
+            "steps/toolCallRequest",
+            json!({"tool": {"name": "Bash"}, "arguments": {"command": {"value": cmd}}, "raw_command": cmd}),
+        )
+    };
+    let ok = call(&mut g, &bash("ls"));
+    assert_eq!(ok["result"]["decision"], "allow");
+    let r = call(&mut g, &bash("rm -rf /"));
+    assert_eq!(r["result"]["decision"], "deny", "{r}");
+    assert_eq!(r["result"]["reason_codes"], json!(["tool_denied"]));
+    // A deny is recorded and chained like any step.
+    assert_ne!(r["result"]["chain_hash"], ok["result"]["chain_hash"]);
+    let other = req(
+        "steps/toolCallRequest",
+        json!({"tool": {"name": "records.lookup"}, "arguments": {"id": {"value": "1"}}}),
+    );
+    let r = call(&mut g, &other);
+    assert_eq!(r["result"]["reason_codes"], json!(["tool_unregistered"]));
+    // No [tools]: every tool is allowed, as before.
+    let mut g = guardian();
+    assert_eq!(call(&mut g, &other)["result"]["decision"], "allow");
+    assert!(Policy::from_toml("[[tools.deny]]\ncommand = \"x\"\n").is_err());
+}
