@@ -169,7 +169,7 @@ fn load_secret(src: &HmacKeySource) -> Result<Vec<u8>, OpenError> {
 }
 
 fn hex_decode(s: &str) -> Option<Vec<u8>> {
-    if s.len() % 2 != 0 {
+    if !s.len().is_multiple_of(2) {
         return None;
     }
     (0..s.len())

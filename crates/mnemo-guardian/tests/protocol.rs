@@ -162,8 +162,10 @@ fn only_negotiated_methods_are_answered() {
 
 #[test]
 fn hello_over_the_wrong_transport_is_refused() {
-    let mut config = GuardianConfig::default();
-    config.transport = mnemo_guardian::Transport::Http;
+    let config = GuardianConfig {
+        transport: mnemo_guardian::Transport::Http,
+        ..GuardianConfig::default()
+    };
     let mut g = Guardian::new(Policy::default(), config, MemoryStore::new()).with_clock(now_ms);
     let r = call(&mut g, &hello()); // offers only stdio
     assert_eq!(code(&r), codes::SESSION_REFUSED, "{r}");
