@@ -27,7 +27,7 @@ impl Rng {
 fn corpus() -> Vec<Vec<u8>> {
     let dir = PathBuf::from(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/requests"
+        "/../mnemo-guardian/tests/fixtures/requests"
     ));
     let mut v: Vec<Vec<u8>> = std::fs::read_dir(dir)
         .unwrap()
