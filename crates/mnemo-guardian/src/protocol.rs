@@ -624,14 +624,6 @@ impl<S: SessionStore> Guardian<S> {
         {
             return Err(unsupported(&hello.acs_versions_supported.join(", ")));
         }
-        if self.config.require_provenance && hello.provenance_producer == "none" {
-            // Decisions rest on provenance: refuse rather than silently degrade (§4).
-            return Err(RpcError::new(
-                codes::PROVENANCE_REQUIRED,
-                "this Guardian's policy requires provenance: provenance_producer must be \"deterministic\"",
-            )
-            .with(json!({"reason": "provenance_required", "path": "/params/payload/provenance_producer", "policy_requires_provenance": true})));
-        }
         // The transport this request came over must be one the client offers.
         let (ours, also): (&str, &[&str]) = match self.config.transport {
             Transport::Stdio => ("stdio", &[]),
@@ -652,6 +644,14 @@ impl<S: SessionStore> Guardian<S> {
             )
             .with(json!({"reason": "transport_not_offered", "transport": ours, "transports_supported": hello.transports_supported})));
         };
+        if self.config.require_provenance && hello.provenance_producer == "none" {
+            // Decisions rest on provenance: refuse rather than silently degrade (§4).
+            return Err(RpcError::new(
+                codes::PROVENANCE_REQUIRED,
+                "this Guardian's policy requires provenance: provenance_producer must be \"deterministic\"",
+            )
+            .with(json!({"reason": "provenance_required", "path": "/params/payload/provenance_producer", "policy_requires_provenance": true})));
+        }
         let evaluated: Vec<&String> = hello
             .methods_implemented
             .iter()
