@@ -3,7 +3,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mnemo_guardian::{Guardian, GuardianConfig, MemoryStore, Policy, server};
+use mnemo_guardian::{Guardian, GuardianConfig, MemoryStore, Policy};
+use mnemo_guardian_server::server;
 
 fuzz_target!(|data: &[u8]| {
     let mut g = Guardian::new(

@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mnemo_guardian::http::{Parsed, parse};
+use mnemo_guardian_server::http::{Parsed, parse};
 
 fuzz_target!(|data: &[u8]| {
     let mut rest = data;

@@ -389,7 +389,7 @@ fn gate_with(
     let entries = entry_provenance(&records);
     let decision = match &opts.guardian_url {
         None => check_compaction(&opts.policy, &entries, opts.trigger),
-        Some(url) => mnemo_guardian::client::RemoteGuardian::new(url)
+        Some(url) => mnemo_guardian_server::client::RemoteGuardian::new(url)
             .and_then(|g| g.check_compaction(&entries, opts.trigger))
             .map_err(|e| {
                 BankError::Refused(format!(

@@ -4,9 +4,9 @@
 
 use clap::{Args, Subcommand, ValueEnum};
 use mnemo_guardian::Transport;
-use mnemo_guardian::adapters::io::run_pre_compact;
-use mnemo_guardian::adapters::{BlockStyle, Host};
-use mnemo_guardian::server::{self, GuardOptions};
+use mnemo_guardian_server::server::{self, GuardOptions};
+use mnemo_hooks::io::run_pre_compact;
+use mnemo_hooks::{BlockStyle, Host};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 fn fixture(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../mnemo-guardian/tests/fixtures")
+        .join("../mnemo-hooks/tests/fixtures")
         .join(rel)
 }
 
@@ -48,7 +48,7 @@ fn claude_code_hook_blocks_with_exit_2_and_records_in_mnemo_home() {
     // The store is where MNEMO_HOME says, and holds the decision.
     let db = home.join("guardian.sqlite3");
     assert!(db.is_file());
-    let mut s = mnemo_guardian::SqliteStore::open(&db).unwrap();
+    let mut s = mnemo_guardian_store::SqliteStore::open(&db).unwrap();
     use mnemo_guardian::SessionStore;
     let last = s
         .last_compaction("3f2b9c1e-5d6a-4e8b-9c0d-1a2b3c4d5e6f")

@@ -86,6 +86,48 @@ pub enum TriggerRule {
     Deny,
 }
 
+/// Where an HMAC secret comes from: an environment variable, decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HmacKeySource {
+    /// The label (`key_id`) requests name it by.
+    pub key_id: String,
+    /// The environment variable holding the secret.
+    pub env: String,
+    /// How the variable's text encodes the secret's bytes.
+    pub encoding: KeyEncoding,
+}
+
+/// Encoding of a secret in its environment variable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyEncoding {
+    /// The text's UTF-8 bytes.
+    Utf8,
+    /// Standard or URL-safe base64.
+    Base64,
+    /// Hexadecimal.
+    Hex,
+}
+
+/// What the Guardian tells clients to do when no decision arrives
+/// (`on_decision_failure` in the ServerHello, ACS §6.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DecisionFailure {
+    /// Fail open (the standard's default).
+    Proceed,
+    /// Fail closed.
+    Deny,
+}
+
+impl DecisionFailure {
+    /// Wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DecisionFailure::Proceed => "proceed",
+            DecisionFailure::Deny => "deny",
+        }
+    }
+}
+
 /// Envelope settings of the Guardian server.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GuardianSettings {
@@ -99,6 +141,16 @@ pub struct GuardianSettings {
     pub hmac_key_env: Option<String>,
     /// Whether `handshake/hello` must come first (servers; `check` never needs it).
     pub require_handshake: bool,
+    /// More HMAC secrets, each under its own label (`[[guardian.hmac_keys]]`).
+    pub hmac_keys: Vec<HmacKeySource>,
+    /// Whether a client declaring `provenance_producer: "none"` is refused
+    /// (PROVENANCE_REQUIRED, -32002); decisions rest on provenance.
+    pub require_provenance: bool,
+    /// `on_decision_failure` announced in the ServerHello.
+    pub on_decision_failure: DecisionFailure,
+    /// `agent_id` globs of clients that cannot apply MODIFY (ACS §6.5): at
+    /// `steps/postCompact` they get ALLOW with `modify_unsupported`.
+    pub modify_unsupported_agents: Vec<String>,
 }
 
 impl Default for GuardianSettings {
@@ -109,6 +161,10 @@ impl Default for GuardianSettings {
             hmac_key_id: None,
             hmac_key_env: None,
             require_handshake: true,
+            hmac_keys: Vec::new(),
+            require_provenance: true,
+            on_decision_failure: DecisionFailure::Proceed,
+            modify_unsupported_agents: Vec::new(),
         }
     }
 }
@@ -140,6 +196,68 @@ pub struct Policy {
     pub allow_untrusted_below_tokens: Option<u64>,
     /// Server settings.
     pub guardian: GuardianSettings,
+    /// Tool-call rules (`[tools]`); empty by default: every tool is allowed.
+    pub tools: ToolRules,
+}
+
+/// Rules for `steps/toolCallRequest` and wrapped MCP `tools/call`
+/// (`[tools]`). mnemo's Guardian governs compaction; these rules let a
+/// deployment that sends it tool calls refuse the ones it does not govern.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolRules {
+    /// When set, a tool whose name matches none of these globs is denied
+    /// (`tool_unregistered`).
+    pub registered: Option<Vec<String>>,
+    /// Tool + command globs that are denied (`tool_denied`), first match wins.
+    pub deny: Vec<ToolDeny>,
+}
+
+/// One `[[tools.deny]]` rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolDeny {
+    /// Tool-name glob.
+    pub tool: String,
+    /// Command glob (the call's `raw_command` or `arguments.command.value`);
+    /// `None`: every call of the tool.
+    pub command: Option<String>,
+}
+
+impl ToolRules {
+    /// The reason code and reasoning of a denied call, or `None`.
+    pub fn check(&self, tool: &str, command: Option<&str>) -> Option<(&'static str, String)> {
+        if let Some(reg) = &self.registered
+            && !reg.iter().any(|g| glob_match(g, tool))
+        {
+            return Some((
+                "tool_unregistered",
+                format!(
+                    "The tool {tool} is not registered with this Guardian's policy ([tools] registered); register it to allow it."
+                ),
+            ));
+        }
+        for d in &self.deny {
+            if glob_match(&d.tool, tool)
+                && match (&d.command, command) {
+                    (None, _) => true,
+                    (Some(g), Some(c)) => glob_match(g, c),
+                    (Some(_), None) => false,
+                }
+            {
+                return Some((
+                    "tool_denied",
+                    format!(
+                        "The policy denies this call of {tool} ([[tools.deny]] tool = {:?}{}).",
+                        d.tool,
+                        d.command
+                            .as_ref()
+                            .map(|c| format!(", command = {c:?}"))
+                            .unwrap_or_default()
+                    ),
+                ));
+            }
+        }
+        None
+    }
 }
 
 impl Default for Policy {
@@ -169,6 +287,7 @@ impl Default for Policy {
             max_compression_ratio: None,
             allow_untrusted_below_tokens: None,
             guardian: GuardianSettings::default(),
+            tools: ToolRules::default(),
         }
     }
 }
@@ -250,6 +369,7 @@ impl Policy {
                 "trust" => p.parse_trust_table(as_table(v, k)?)?,
                 "compaction" => p.parse_compaction(as_table(v, k)?)?,
                 "guardian" => p.parse_guardian(as_table(v, k)?)?,
+                "tools" => p.parse_tools(as_table(v, k)?)?,
                 _ => return Err(perr(k.as_str(), "unknown key")),
             }
         }
@@ -378,6 +498,53 @@ impl Policy {
         Ok(())
     }
 
+    fn parse_tools(&mut self, t: &toml::Table) -> Result<(), PolicyError> {
+        let strings = |v: &toml::Value, key: &str| -> Result<Vec<String>, PolicyError> {
+            let a = v
+                .as_array()
+                .ok_or_else(|| perr(key, format!("expected an array, got {}", v.type_str())))?;
+            a.iter()
+                .enumerate()
+                .map(|(i, x)| as_str(x, &format!("{key}[{i}]")).map(str::to_string))
+                .collect()
+        };
+        for (k, v) in t {
+            let key = format!("tools.{k}");
+            match k.as_str() {
+                "registered" => self.tools.registered = Some(strings(v, &key)?),
+                "deny" => {
+                    let a = v.as_array().ok_or_else(|| {
+                        perr(
+                            &key,
+                            format!("expected an array of tables, got {}", v.type_str()),
+                        )
+                    })?;
+                    for (i, x) in a.iter().enumerate() {
+                        let k2 = format!("{key}[{i}]");
+                        let mut tool = None;
+                        let mut command = None;
+                        for (name, val) in as_table(x, &k2)? {
+                            match name.as_str() {
+                                "tool" => {
+                                    tool = Some(as_str(val, &format!("{k2}.tool"))?.to_string())
+                                }
+                                "command" => {
+                                    command =
+                                        Some(as_str(val, &format!("{k2}.command"))?.to_string())
+                                }
+                                _ => return Err(perr(format!("{k2}.{name}"), "unknown key")),
+                            }
+                        }
+                        let tool = tool.ok_or_else(|| perr(format!("{k2}.tool"), "required"))?;
+                        self.tools.deny.push(ToolDeny { tool, command });
+                    }
+                }
+                _ => return Err(perr(key, "unknown key")),
+            }
+        }
+        Ok(())
+    }
+
     fn parse_guardian(&mut self, t: &toml::Table) -> Result<(), PolicyError> {
         for (k, v) in t {
             let key = format!("guardian.{k}");
@@ -398,8 +565,93 @@ impl Policy {
                 "hmac_key_id" => self.guardian.hmac_key_id = Some(as_str(v, &key)?.to_string()),
                 "hmac_key_env" => self.guardian.hmac_key_env = Some(as_str(v, &key)?.to_string()),
                 "require_handshake" => self.guardian.require_handshake = as_bool(v, &key)?,
+                "require_provenance" => self.guardian.require_provenance = as_bool(v, &key)?,
+                "on_decision_failure" => {
+                    self.guardian.on_decision_failure = match as_str(v, &key)? {
+                        "proceed" => DecisionFailure::Proceed,
+                        "deny" => DecisionFailure::Deny,
+                        other => {
+                            return Err(perr(
+                                key,
+                                format!("expected \"proceed\" or \"deny\", got \"{other}\""),
+                            ));
+                        }
+                    }
+                }
+                "modify_unsupported_agents" => {
+                    let a = v.as_array().ok_or_else(|| {
+                        perr(&key, format!("expected an array, got {}", v.type_str()))
+                    })?;
+                    let mut out = Vec::new();
+                    for (i, x) in a.iter().enumerate() {
+                        out.push(as_str(x, &format!("{key}[{i}]"))?.to_string());
+                    }
+                    self.guardian.modify_unsupported_agents = out;
+                }
+                "hmac_keys" => {
+                    let a = v.as_array().ok_or_else(|| {
+                        perr(
+                            &key,
+                            format!("expected an array of tables, got {}", v.type_str()),
+                        )
+                    })?;
+                    for (i, x) in a.iter().enumerate() {
+                        let k = format!("{key}[{i}]");
+                        let t = as_table(x, &k)?;
+                        let mut id = None;
+                        let mut env = None;
+                        let mut encoding = KeyEncoding::Utf8;
+                        for (name, val) in t {
+                            let kk = format!("{k}.{name}");
+                            match name.as_str() {
+                                "key_id" => id = Some(as_str(val, &kk)?.to_string()),
+                                "env" => env = Some(as_str(val, &kk)?.to_string()),
+                                "encoding" => {
+                                    encoding = match as_str(val, &kk)? {
+                                        "utf8" => KeyEncoding::Utf8,
+                                        "base64" => KeyEncoding::Base64,
+                                        "hex" => KeyEncoding::Hex,
+                                        other => {
+                                            return Err(perr(
+                                                kk,
+                                                format!(
+                                                    "expected \"utf8\", \"base64\" or \"hex\", got \"{other}\""
+                                                ),
+                                            ));
+                                        }
+                                    }
+                                }
+                                _ => return Err(perr(kk, "unknown key")),
+                            }
+                        }
+                        let key_id = id
+                            .filter(|s| !s.is_empty())
+                            .ok_or_else(|| perr(format!("{k}.key_id"), "required"))?;
+                        let env = env
+                            .filter(|s| !s.is_empty())
+                            .ok_or_else(|| perr(format!("{k}.env"), "required"))?;
+                        if self.guardian.hmac_keys.iter().any(|h| h.key_id == key_id) {
+                            return Err(perr(
+                                format!("{k}.key_id"),
+                                format!("{key_id} is configured twice"),
+                            ));
+                        }
+                        self.guardian.hmac_keys.push(HmacKeySource {
+                            key_id,
+                            env,
+                            encoding,
+                        });
+                    }
+                }
                 _ => return Err(perr(key, "unknown key")),
             }
+        }
+        if self.guardian.hmac_key_env.is_some() && self.guardian.hmac_key_id.is_none() {
+            // ACS §10: key_id is a label taken from the configuration, never a built-in one.
+            return Err(perr(
+                "guardian.hmac_key_id",
+                "required with guardian.hmac_key_env (the label requests name the key by)",
+            ));
         }
         Ok(())
     }

@@ -9,14 +9,15 @@ use crate::model::{
     self, ACS_VERSION, AcsParams, ClientHello, Origin, PostCompact, PreCompact, Provenance,
     Trigger, Verdict,
 };
-use crate::policy::{Policy, Trust};
-use crate::store::{CompactionRecord, SessionStore, StepRecord, StoreError};
+use crate::policy::{DecisionFailure, Policy, Trust, glob_match};
+use crate::store::{CompactionRecord, SessionHandshake, SessionStore, StepRecord, StoreError};
 use crate::validate::{self, ValidationError};
-use hmac::{Hmac, Mac};
+use mnemo_acs::sign::{self, SignatureError};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use sha2::Sha256;
 use std::collections::{BTreeSet, HashMap};
+
+pub use mnemo_acs::sign::{base64_decode, base64_encode, session_key};
 
 /// JSON-RPC and ACS error codes.
 pub mod codes {
@@ -30,15 +31,28 @@ pub mod codes {
     pub const INVALID_PARAMS: i64 = -32602;
     /// The Guardian failed (store error).
     pub const INTERNAL_ERROR: i64 = -32603;
+    /// ACS SESSION_REFUSED (e.g. no common transport).
+    pub const SESSION_REFUSED: i64 = -32000;
     /// ACS UNSUPPORTED_VERSION.
     pub const UNSUPPORTED_VERSION: i64 = -32001;
+    /// ACS PROVENANCE_REQUIRED (`provenance_producer: "none"` while the
+    /// policy requires provenance).
+    pub const PROVENANCE_REQUIRED: i64 = -32002;
+    /// ACS CAPABILITY_NOT_NEGOTIATED (no handshake yet, or a method the
+    /// handshake did not negotiate).
+    pub const CAPABILITY_NOT_NEGOTIATED: i64 = -32003;
     /// ACS signature invalid or missing.
     pub const SIGNATURE_INVALID: i64 = -32004;
     /// ACS replayed request id.
     pub const REPLAY_DETECTED: i64 = -32005;
     /// ACS TIMESTAMP_OUT_OF_WINDOW.
     pub const TIMESTAMP_OUT_OF_WINDOW: i64 = -32006;
+    /// ACS CHAIN_MISMATCH.
+    pub const CHAIN_MISMATCH: i64 = -32007;
 }
+
+/// Conformance profiles this Guardian accepts (ServerHello `profiles_accepted`).
+pub const PROFILES_ACCEPTED: &[&str] = &["acs-core"];
 
 /// Methods evaluated by this Guardian.
 pub const METHODS: &[&str] = &[
@@ -60,7 +74,38 @@ pub const METHODS: &[&str] = &[
     "steps/turnStart",
     "steps/agentTrigger",
     "steps/subagentStart",
+    "steps/skillRegister",
+    "steps/skillLoad",
+    "steps/skillUnload",
 ];
+
+/// Whether this Guardian evaluates `method`: the methods of [`METHODS`]
+/// and wrapped MCP (`protocols/MCP/*`, recorded like any step).
+pub fn evaluates(method: &str) -> bool {
+    METHODS.contains(&method)
+        || method
+            .strip_prefix("protocols/MCP/")
+            .is_some_and(|rest| !rest.is_empty())
+}
+
+/// The tool name and command of a tool call (`steps/toolCallRequest`, or
+/// wrapped MCP `tools/call` whose `name` is the tool).
+fn tool_call<'a>(method: &str, payload: &'a Value) -> Option<(&'a str, Option<&'a str>)> {
+    let tool = match method {
+        "steps/toolCallRequest" => payload.pointer("/tool/name")?.as_str()?,
+        "protocols/MCP/tools/call" => payload
+            .pointer("/tool/name")
+            .or_else(|| payload.get("name"))?
+            .as_str()?,
+        _ => return None,
+    };
+    let command = payload
+        .get("raw_command")
+        .or_else(|| payload.pointer("/arguments/command/value"))
+        .or_else(|| payload.pointer("/arguments/command"))
+        .and_then(Value::as_str);
+    Some((tool, command))
+}
 
 /// Transport names used in the ServerHello.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,7 +121,10 @@ pub enum Transport {
 pub struct GuardianConfig {
     /// Allowed timestamp skew (`None`: not checked).
     pub skew_window_ms: Option<u64>,
-    /// HMAC-SHA256 keys by key id; when non-empty every request must be signed.
+    /// HMAC-SHA256 secrets by label (`key_id`); when non-empty every request
+    /// (but `system/ping`) must be signed, under the per-session key HKDF
+    /// derives from the secret its `key_id` names (ACS §10), and every
+    /// response is signed under the same key.
     pub hmac_keys: Vec<(String, Vec<u8>)>,
     /// Whether `handshake/hello` must come first in a session.
     pub require_handshake: bool,
@@ -84,6 +132,12 @@ pub struct GuardianConfig {
     pub max_request_bytes: usize,
     /// Transport answered in the ServerHello.
     pub transport: Transport,
+    /// Refuse clients that declare `provenance_producer: "none"` (-32002).
+    pub require_provenance: bool,
+    /// `on_decision_failure` announced in the ServerHello.
+    pub on_decision_failure: DecisionFailure,
+    /// `agent_id` globs of clients that cannot apply MODIFY (§6.5).
+    pub modify_unsupported_agents: Vec<String>,
 }
 
 impl Default for GuardianConfig {
@@ -94,6 +148,9 @@ impl Default for GuardianConfig {
             require_handshake: true,
             max_request_bytes: 1 << 20,
             transport: Transport::Stdio,
+            require_provenance: true,
+            on_decision_failure: DecisionFailure::Proceed,
+            modify_unsupported_agents: Vec::new(),
         }
     }
 }
@@ -107,6 +164,9 @@ impl GuardianConfig {
             require_handshake: p.guardian.require_handshake,
             max_request_bytes: p.guardian.max_request_bytes,
             transport: Transport::Stdio,
+            require_provenance: p.guardian.require_provenance,
+            on_decision_failure: p.guardian.on_decision_failure,
+            modify_unsupported_agents: p.guardian.modify_unsupported_agents.clone(),
         }
     }
 }
@@ -165,6 +225,8 @@ pub struct Guardian<S: SessionStore> {
     clock: fn() -> i64,
     handled: u64,
     in_batch: bool,
+    /// The session and key the current response is signed with.
+    signer: Option<(String, usize)>,
 }
 
 /// A compaction a host is about to run, as its hook saw it.
@@ -195,6 +257,7 @@ impl<S: SessionStore> Guardian<S> {
             clock: crate::time::now_ms,
             handled: 0,
             in_batch: false,
+            signer: None,
         }
     }
 
@@ -234,11 +297,16 @@ impl<S: SessionStore> Guardian<S> {
             Some(v @ (Value::String(_) | Value::Number(_))) => v.clone(),
             _ => Value::Null,
         };
+        self.signer = None;
         if self.in_batch {
-            return match self.process(req) {
+            let resp = match self.process(req) {
                 Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
                 Err(e) => error_response(id, &e),
             };
+            if self.signer.is_none() {
+                self.signer = self.fallback_signer(req);
+            }
+            return self.signed(resp);
         }
         if let Err(e) = self.store.begin() {
             return error_response(id, &e.into());
@@ -249,11 +317,47 @@ impl<S: SessionStore> Guardian<S> {
             Err(e) if e.code == codes::INTERNAL_ERROR => self.store.rollback(),
             _ => self.store.commit(),
         };
-        match (out, commit) {
+        if self.signer.is_none() {
+            self.signer = self.fallback_signer(req);
+        }
+        let resp = match (out, commit) {
             (Ok(result), Ok(())) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
             (Err(e), _) => error_response(id, &e),
             (Ok(_), Err(e)) => error_response(id, &e.into()),
+        };
+        self.signed(resp)
+    }
+
+    /// The key for answering a request refused before its signature was
+    /// looked at (a version or envelope error): the key it names, or the
+    /// first when it names none; nothing for an unknown label or a
+    /// request without a session id.
+    fn fallback_signer(&self, req: &Value) -> Option<(String, usize)> {
+        if self.config.hmac_keys.is_empty() {
+            return None;
         }
+        let session = req.pointer("/params/metadata/session_id")?.as_str()?;
+        let i = match req.pointer("/params/signature/key_id") {
+            Some(k) => {
+                let k = k.as_str()?;
+                self.config.hmac_keys.iter().position(|(l, _)| l == k)?
+            }
+            None => 0,
+        };
+        Some((session.to_string(), i))
+    }
+
+    /// Signs a response under the current request's session key (ACS §10:
+    /// every response is signed when a key is configured; the key is the
+    /// one the request named).
+    fn signed(&mut self, mut resp: Value) -> Value {
+        if let Some((session, i)) = self.signer.take()
+            && let Some((label, secret)) = self.config.hmac_keys.get(i)
+        {
+            let key = sign::session_key(secret, &session);
+            sign::sign_response_with_key(&mut resp, label, &key);
+        }
+        resp
     }
 
     /// Handles several parsed requests, in order, in one store transaction
@@ -289,11 +393,13 @@ impl<S: SessionStore> Guardian<S> {
                 "request must be a JSON object",
             ));
         };
-        // Version first, so a future major gets UNSUPPORTED_VERSION whatever its shape.
-        if let Some(v) = obj
-            .get("params")
-            .and_then(|p| p.get("acs_version"))
-            .and_then(Value::as_str)
+        // Version first, so a future major gets UNSUPPORTED_VERSION whatever
+        // its shape; never for system/ping, which answers no ACS error (§13).
+        if obj.get("method").and_then(Value::as_str) != Some("system/ping")
+            && let Some(v) = obj
+                .get("params")
+                .and_then(|p| p.get("acs_version"))
+                .and_then(Value::as_str)
             && validate::pattern_matches(validate::Pattern::Semver, v)
             && major(v) != major(ACS_VERSION)
         {
@@ -311,7 +417,7 @@ impl<S: SessionStore> Guardian<S> {
             .get("method")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        if !METHODS.contains(&method) {
+        if !evaluates(method) {
             return Err(RpcError::new(
                 codes::METHOD_NOT_FOUND,
                 format!("method not found: {method}"),
@@ -319,14 +425,18 @@ impl<S: SessionStore> Guardian<S> {
         }
         let params_v = obj.get("params").unwrap_or(&Value::Null);
         let params: AcsParams = typed(params_v)?;
-        self.check_signature(req, &params)?;
+        let session = params.metadata.session_id.clone();
         let now = (self.clock)();
+        if method == "system/ping" {
+            return self.ping(req, &params, params_v, &session, now);
+        }
+        self.check_signature(req, &session)?;
         if let Some(window) = self.config.skew_window_ms {
             let ts = crate::time::parse_rfc3339_ms(&params.timestamp).unwrap_or(i64::MIN);
             let skew = now.saturating_sub(ts).unsigned_abs();
             if skew > window {
                 return Err(RpcError::new(codes::TIMESTAMP_OUT_OF_WINDOW, "timestamp outside the allowed window").with(
-                    json!({"skew_window_ms": window, "server_time": crate::time::format_rfc3339_ms(now), "timestamp": params.timestamp}),
+                    json!({"reason": "timestamp_out_of_window", "skew_window_ms": window, "server_time": crate::time::format_rfc3339_ms(now), "timestamp": params.timestamp}),
                 ));
             }
         }
@@ -339,23 +449,57 @@ impl<S: SessionStore> Guardian<S> {
                 .min(i64::MAX / 4);
             self.store.prune_requests(now.saturating_sub(2 * w))?;
         }
-        if !self.store.mark_request(&params.request_id, now)? {
+        // Replays are scoped to the session (§10.3).
+        if !self.store.mark_request(&session, &params.request_id, now)? {
             return Err(RpcError::new(codes::REPLAY_DETECTED, "replayed request_id")
-                .with(json!({"request_id": params.request_id})));
+                .with(json!({"reason": "duplicate_request_id", "request_id": params.request_id})));
         }
-        let session = params.metadata.session_id.clone();
+        if let Some(nonce) = &params.nonce
+            && !self.store.mark_nonce(&session, nonce, now)?
+        {
+            return Err(RpcError::new(codes::REPLAY_DETECTED, "replayed nonce")
+                .with(json!({"reason": "duplicate_nonce", "nonce": nonce})));
+        }
         if method == "handshake/hello" {
             return self.hello(&params, params_v, &session);
         }
-        if self.config.require_handshake
-            && method != "system/ping"
-            && !self.store.is_handshaken(&session)?
-        {
-            return Err(RpcError::new(
-                codes::INVALID_REQUEST,
-                "handshake/hello required before other methods",
-            )
-            .with(json!({"session_id": session})));
+        if self.config.require_handshake {
+            match self.store.handshake(&session)? {
+                None => {
+                    return Err(RpcError::new(
+                        codes::CAPABILITY_NOT_NEGOTIATED,
+                        "handshake/hello required before other methods",
+                    )
+                    .with(
+                        json!({"reason": "no_handshake", "method": method, "session_id": session}),
+                    ));
+                }
+                Some(hs) if !hs.allows(method) => {
+                    return Err(RpcError::new(
+                        codes::CAPABILITY_NOT_NEGOTIATED,
+                        format!("{method} was not negotiated in this session's handshake"),
+                    )
+                    .with(json!({"reason": "method_not_negotiated", "method": method, "session_id": session})));
+                }
+                Some(_) => {}
+            }
+        }
+        // §8.6: a client's chain_hash that disagrees with the head is
+        // CHAIN_MISMATCH (the Guardian cannot proceed on a forked chain).
+        let claimed = params_v
+            .pointer("/metadata/session_state/chain_hash")
+            .or_else(|| params_v.pointer("/metadata/chain_hash"))
+            .and_then(Value::as_str);
+        if let Some(claimed) = claimed {
+            let head = self.store.chain_head(&session)?;
+            let head_hex = head.map(|(_, h)| chain::to_hex(&h));
+            if head_hex.as_deref() != Some(claimed) {
+                return Err(RpcError::new(
+                    codes::CHAIN_MISMATCH,
+                    "the client's chain_hash is not this session's chain head",
+                )
+                .with(json!({"reason": "chain_mismatch", "client_chain_hash": claimed, "chain_hash": head_hex})));
+            }
         }
         let payload = payload_of(params_v);
         if let Some(schema) = validate::payload_schema(method)
@@ -364,23 +508,28 @@ impl<S: SessionStore> Guardian<S> {
             return Err(RpcError::invalid(codes::INVALID_PARAMS, &e));
         }
         match method {
-            "system/ping" => Ok(self
-                .result(&params, Verdict::Allow, None)
-                .with_payload(json!({
-                    "status": "ok",
-                    "echo": params.payload.get("echo").cloned().unwrap_or(Value::Null),
-                    "server_timestamp": crate::time::format_rfc3339_ms(now),
-                }))
-                .0),
             "steps/preCompact" => self.pre_compact(method, &params, params_v, &session),
             "steps/postCompact" => self.post_compact(method, &params, params_v, &session),
             _ => {
                 let provs = model::collect_provenance(payload);
-                let mut r = self.result(
-                    &params,
-                    Verdict::Allow,
-                    Some("Recorded with its provenance.".into()),
-                );
+                let refused = tool_call(method, payload)
+                    .and_then(|(tool, command)| self.policy.tools.check(tool, command));
+                let mut r = match refused {
+                    Some((code, reasoning)) => {
+                        let mut r = self.result(&params, Verdict::Deny, Some(reasoning));
+                        r.set("reason_codes", json!([code]));
+                        r.set(
+                            "policy_references",
+                            json!([{"policy_id": self.policy.policy_id, "policy_version": self.policy.policy_version, "rule_id": code}]),
+                        );
+                        r
+                    }
+                    None => self.result(
+                        &params,
+                        Verdict::Allow,
+                        Some("Recorded with its provenance.".into()),
+                    ),
+                };
                 let hash = self.append_step(&session, method, &params, params_v, provs)?;
                 r.set("chain_hash", json!(chain::to_hex(&hash)));
                 Ok(r.0)
@@ -388,40 +537,72 @@ impl<S: SessionStore> Guardian<S> {
         }
     }
 
-    fn check_signature(&self, req: &Value, params: &AcsParams) -> Result<(), RpcError> {
+    /// `system/ping` (§13): always `allow`, never an ACS-specific error, no
+    /// signature required, no chain entry, no replay bookkeeping.
+    fn ping(
+        &mut self,
+        req: &Value,
+        params: &AcsParams,
+        params_v: &Value,
+        session: &str,
+        now: i64,
+    ) -> Result<Value, RpcError> {
+        if !self.config.hmac_keys.is_empty() {
+            // Answer under the key the request named when it names a known
+            // one, else the first; a bad signature changes nothing here.
+            let named = req
+                .pointer("/params/signature/key_id")
+                .and_then(Value::as_str)
+                .and_then(|k| self.config.hmac_keys.iter().position(|(l, _)| l == k));
+            self.signer = Some((session.to_string(), named.unwrap_or(0)));
+        }
+        let echo = payload_of(params_v)
+            .get("echo")
+            .cloned()
+            .unwrap_or(Value::Null);
+        let mut body =
+            json!({"status": "ok", "server_timestamp": crate::time::format_rfc3339_ms(now)});
+        if !echo.is_null()
+            && let Value::Object(m) = &mut body
+        {
+            m.insert("echo".into(), echo);
+        }
+        Ok(self
+            .result(params, Verdict::Allow, None)
+            .with_payload(body)
+            .0)
+    }
+
+    fn check_signature(&mut self, req: &Value, session: &str) -> Result<(), RpcError> {
         if self.config.hmac_keys.is_empty() {
             return Ok(());
         }
-        let Some(sig) = &params.signature else {
-            return Err(RpcError::new(
-                codes::SIGNATURE_INVALID,
-                "signature required",
-            ));
+        let sig = req.pointer("/params/signature");
+        let named = sig
+            .and_then(|s| s.get("key_id"))
+            .and_then(Value::as_str)
+            .map(|k| self.config.hmac_keys.iter().position(|(l, _)| l == k));
+        // Answer under the named key; with no key_id at all, under the
+        // first; an unknown label names no key to answer with.
+        self.signer = match named {
+            Some(Some(i)) => Some((session.to_string(), i)),
+            Some(None) => None,
+            None => Some((session.to_string(), 0)),
         };
-        if sig.algorithm != "HMAC-SHA256" {
-            return Err(RpcError::new(
-                codes::SIGNATURE_INVALID,
-                format!("unsupported signature algorithm {}", sig.algorithm),
-            ));
-        }
-        let Some((_, key)) = self.config.hmac_keys.iter().find(|(k, _)| *k == sig.key_id) else {
-            return Err(RpcError::new(
-                codes::SIGNATURE_INVALID,
-                format!("unknown key_id {}", sig.key_id),
-            ));
-        };
-        let Some(given) = base64_decode(&sig.value) else {
-            return Err(RpcError::new(
-                codes::SIGNATURE_INVALID,
-                "signature value is not base64",
-            ));
-        };
-        let canonical = signing_input(req);
-        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key)
-            .map_err(|_| RpcError::new(codes::INTERNAL_ERROR, "bad HMAC key"))?;
-        mac.update(canonical.as_bytes());
-        mac.verify_slice(&given)
-            .map_err(|_| RpcError::new(codes::SIGNATURE_INVALID, "signature does not verify"))
+        let input = sign::request_signing_input(req);
+        sign::verify(sig, &input, session, &self.config.hmac_keys)
+            .map(|_| ())
+            .map_err(|e| {
+                let reason = match e {
+                    SignatureError::Missing => "signature_missing",
+                    SignatureError::Algorithm(_) => "algorithm_unsupported",
+                    SignatureError::UnknownKey(_) => "unknown_key_id",
+                    SignatureError::Encoding => "signature_malformed",
+                    SignatureError::Mismatch => "signature_mismatch",
+                };
+                RpcError::new(codes::SIGNATURE_INVALID, e.to_string())
+                    .with(json!({"reason": reason}))
+            })
     }
 
     fn hello(
@@ -443,55 +624,88 @@ impl<S: SessionStore> Guardian<S> {
         {
             return Err(unsupported(&hello.acs_versions_supported.join(", ")));
         }
-        if hello.provenance_producer != "deterministic" {
-            // Decisions rest on provenance: refuse rather than silently degrade.
+        // The transport this request came over must be one the client offers.
+        let (ours, also): (&str, &[&str]) = match self.config.transport {
+            Transport::Stdio => ("stdio", &[]),
+            Transport::Http => ("http", &["https"]),
+        };
+        let Some(selected) = hello
+            .transports_supported
+            .iter()
+            .find(|t| *t == ours || also.contains(&t.as_str()))
+            .cloned()
+        else {
             return Err(RpcError::new(
-                codes::INVALID_PARAMS,
+                codes::SESSION_REFUSED,
+                format!(
+                    "this Guardian is reached over {ours}, which the client does not offer ({})",
+                    hello.transports_supported.join(", ")
+                ),
+            )
+            .with(json!({"reason": "transport_not_offered", "transport": ours, "transports_supported": hello.transports_supported})));
+        };
+        if self.config.require_provenance && hello.provenance_producer == "none" {
+            // Decisions rest on provenance: refuse rather than silently degrade (§4).
+            return Err(RpcError::new(
+                codes::PROVENANCE_REQUIRED,
                 "this Guardian's policy requires provenance: provenance_producer must be \"deterministic\"",
             )
-            .with(json!({"path": "/params/payload/provenance_producer", "policy_requires_provenance": true})));
+            .with(json!({"reason": "provenance_required", "path": "/params/payload/provenance_producer", "policy_requires_provenance": true})));
         }
-        self.store.set_handshaken(session, ACS_VERSION)?;
-        let ours = match self.config.transport {
-            Transport::Stdio => "stdio",
-            Transport::Http => "http",
-        };
-        let selected = if hello.transports_supported.iter().any(|t| t == ours) {
-            ours.to_string()
-        } else {
-            hello
-                .transports_supported
-                .first()
-                .cloned()
-                .unwrap_or_else(|| ours.to_string())
-        };
         let evaluated: Vec<&String> = hello
             .methods_implemented
             .iter()
-            .filter(|m| METHODS.contains(&m.as_str()))
+            .filter(|m| evaluates(m))
             .collect();
+        self.store.set_handshake(
+            session,
+            &SessionHandshake {
+                version: ACS_VERSION.to_string(),
+                methods: Some(evaluated.iter().map(|m| m.to_string()).collect()),
+            },
+        )?;
         let sigs: Vec<&str> = if self.config.hmac_keys.is_empty() {
             vec![]
         } else {
-            vec!["HMAC-SHA256"]
+            vec![sign::HMAC_SHA256]
         };
+        let profiles: Vec<&str> = match &hello.profiles_supported {
+            Some(offered) => PROFILES_ACCEPTED
+                .iter()
+                .copied()
+                .filter(|p| offered.iter().any(|o| o == p))
+                .collect(),
+            None => PROFILES_ACCEPTED.to_vec(),
+        };
+        let failure = self.config.on_decision_failure.as_str();
         let mut server = json!({
             "negotiated_version": ACS_VERSION,
             "methods_evaluated": evaluated,
             "selected_transport": selected,
             "signature_algorithms_supported": sigs,
             "timeout_config": {"default_ms": 1000},
-            "on_timeout": "proceed",
-            "policy_requires_provenance": true,
-            "profiles_accepted": ["acs-core"],
+            "on_decision_failure": failure,
+            "on_timeout": failure,
+            "approver_types_supported": [],
+            "policy_requires_provenance": self.config.require_provenance,
+            "profiles_accepted": profiles,
         });
         if let (Some(w), Value::Object(m)) = (self.config.skew_window_ms, &mut server) {
             m.insert("skew_window_ms".into(), json!(w));
         }
-        Ok(self
+        // The ServerHello is the result itself, where current clients read
+        // it; the v0.1.0 decision members and a copy under `payload` keep
+        // clients that read `result.payload` working (unknown members are
+        // ignored, §3).
+        let mut r = self
             .result(params, Verdict::Allow, Some("Session accepted.".into()))
-            .with_payload(server)
-            .0)
+            .with_payload(server.clone());
+        if let Value::Object(m) = server {
+            for (k, v) in m {
+                r.set(&k, v);
+            }
+        }
+        Ok(r.0)
     }
 
     fn pre_compact(
@@ -691,7 +905,7 @@ impl<S: SessionStore> Guardian<S> {
         }
         let recorded = self
             .store
-            .mark_request(&params.request_id, (self.clock)())
+            .mark_request(host.session_id, &params.request_id, (self.clock)())
             .map_err(RpcError::from)
             .and_then(|_| {
                 self.record_pre_compact(
@@ -837,6 +1051,15 @@ impl<S: SessionStore> Guardian<S> {
             }
         }
         let trust_label = true_trust.as_str();
+        // §6.5: a client that cannot apply MODIFY gets ALLOW here (DENY is
+        // not legal at postCompact), with `modify_unsupported` naming the
+        // rewrite; the corrected provenance is what the store records.
+        let modify_unsupported = !problems.is_empty()
+            && self
+                .config
+                .modify_unsupported_agents
+                .iter()
+                .any(|g| glob_match(g, &params.metadata.agent_id));
         let mut r = if problems.is_empty() {
             let mut r = self.result(
                 params,
@@ -846,6 +1069,25 @@ impl<S: SessionStore> Guardian<S> {
                 )),
             );
             r.set("reason_codes", json!(["lineage_verified"]));
+            r
+        } else if modify_unsupported {
+            let text: Vec<String> = problems.iter().map(|(_, t)| t.clone()).collect();
+            let mut r = self.result(
+                params,
+                Verdict::Allow,
+                Some(format!(
+                    "{}. This client cannot apply MODIFY, so the summary stands unmodified; the Guardian records it with the corrected provenance (trust {trust_label}) and would have rewritten summary.provenance to it.",
+                    text.join("; ")
+                )),
+            );
+            let mut all = vec!["modify_unsupported"];
+            all.extend(codes.iter().copied());
+            r.set("reason_codes", json!(all));
+            r.set(
+                "policy_data",
+                json!({"fides": {"summary_trust": trust_label, "derived_from": corrected.derived_from},
+                       "modify_unsupported": {"intended_modifications": {"parameter_overrides": {"summary": {"provenance": corrected}}}}}),
+            );
             r
         } else {
             let text: Vec<String> = problems.iter().map(|(_, t)| t.clone()).collect();
@@ -865,7 +1107,9 @@ impl<S: SessionStore> Guardian<S> {
             r
         };
         r.set("cited_provenance_ids", json!(corrected.derived_from));
-        r.set("policy_data", json!({"fides": {"summary_trust": trust_label, "derived_from": corrected.derived_from}}));
+        if !modify_unsupported {
+            r.set("policy_data", json!({"fides": {"summary_trust": trust_label, "derived_from": corrected.derived_from}}));
+        }
         r.set("chain_hash", json!(hash_hex));
         Ok(r.0)
     }
@@ -1049,7 +1293,7 @@ fn unsupported(v: &str) -> RpcError {
         codes::UNSUPPORTED_VERSION,
         format!("unsupported ACS version {v}"),
     )
-    .with(json!({"supported": [ACS_VERSION]}))
+    .with(json!({"reason": "unsupported_version", "supported": [ACS_VERSION], "supported_versions": [ACS_VERSION]}))
 }
 
 fn major(v: &str) -> &str {
@@ -1059,76 +1303,13 @@ fn major(v: &str) -> &str {
 /// The canonical text a request signature covers: the JCS of the whole
 /// envelope with `params.signature` removed.
 pub fn signing_input(req: &Value) -> String {
-    let mut v = req.clone();
-    if let Some(p) = v.get_mut("params").and_then(Value::as_object_mut) {
-        p.remove("signature");
-    }
-    canonicalize(&v)
+    sign::request_signing_input(req)
 }
 
-/// Signs a request envelope in place with HMAC-SHA256 (clients and tests).
-pub fn sign_request(req: &mut Value, key_id: &str, key: &[u8]) {
-    let input = signing_input(req);
-    let Ok(mut mac) = <Hmac<Sha256> as Mac>::new_from_slice(key) else {
-        return;
-    };
-    mac.update(input.as_bytes());
-    let value = base64_encode(&mac.finalize().into_bytes());
-    if let Some(p) = req.get_mut("params").and_then(Value::as_object_mut) {
-        p.insert(
-            "signature".into(),
-            json!({"algorithm": "HMAC-SHA256", "value": value, "key_id": key_id}),
-        );
-    }
-}
-
-const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-/// Standard base64 with padding.
-pub fn base64_encode(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(char::from(B64[((n >> (18 - 6 * i)) & 63) as usize]));
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
-
-/// Decodes standard or URL-safe base64, padding optional.
-pub fn base64_decode(s: &str) -> Option<Vec<u8>> {
-    let s = s.trim_end_matches('=');
-    let mut out = Vec::with_capacity(s.len() * 3 / 4);
-    let mut acc = 0u32;
-    let mut bits = 0u32;
-    for c in s.bytes() {
-        let v = match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' | b'-' => 62,
-            b'/' | b'_' => 63,
-            _ => return None,
-        };
-        acc = (acc << 6) | u32::from(v);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-            acc &= (1 << bits) - 1;
-        }
-    }
-    (bits < 6).then_some(out)
+/// Signs a request envelope in place with HMAC-SHA256 under the per-session
+/// key that HKDF derives from `secret` (ACS §10; clients and tests).
+pub fn sign_request(req: &mut Value, key_id: &str, secret: &[u8]) {
+    sign::sign_request(req, key_id, secret);
 }
 
 /// Maps a host's trigger word (`manual` / `auto`) to the ACS trigger.
@@ -1142,20 +1323,4 @@ pub fn trigger_from_host(s: &str) -> Trigger {
 /// Trust of a provenance node against recorded lineage (for callers outside the protocol).
 pub fn trust_with(policy: &Policy, known: &[Provenance], p: &Provenance) -> Trust {
     TrustResolver::new(policy, known.iter()).trust(p)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn base64_roundtrip() {
-        for n in 0..10 {
-            let data: Vec<u8> = (0..n).map(|i| (i * 37 + 1) as u8).collect();
-            assert_eq!(base64_decode(&base64_encode(&data)), Some(data));
-        }
-        assert_eq!(base64_encode(b"foobar"), "Zm9vYmFy");
-        assert_eq!(base64_decode("Zm9vYg=="), Some(b"foob".to_vec()));
-        assert_eq!(base64_decode("Zm9v!"), None);
-    }
 }

@@ -1,7 +1,8 @@
-//! Session state behind the [`SessionStore`] trait: handshakes, seen request
-//! ids (replay), recorded steps with their provenance, the hash chain head and
-//! preCompact decisions. [`MemoryStore`] is for tests and one-shot use;
-//! [`crate::sqlite::SqliteStore`] is the default, in a file.
+//! Session state behind the [`SessionStore`] trait: handshakes (with the
+//! methods they negotiated), seen request ids and nonces (replay, scoped to
+//! a session as ACS §10.3 says), recorded steps with their provenance, the
+//! hash chain head and preCompact decisions. [`MemoryStore`] is for tests and one-shot use;
+//! `mnemo_guardian_store::SqliteStore` is the default, in a file.
 
 use crate::chain::Hash;
 use crate::model::{Provenance, Verdict};
@@ -10,9 +11,9 @@ use std::collections::HashMap;
 /// A storage failure.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    /// SQLite said no.
+    /// The database behind the store said no.
     #[error("session store: {0}")]
-    Sqlite(#[from] rusqlite::Error),
+    Backend(Box<dyn std::error::Error + Send + Sync>),
     /// Stored data did not decode.
     #[error("session store: corrupt record: {0}")]
     Corrupt(String),
@@ -32,6 +33,26 @@ pub struct StepRecord {
     pub method: String,
     /// Provenance of what it carried.
     pub provenance: Vec<Provenance>,
+}
+
+/// What a session's `handshake/hello` negotiated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionHandshake {
+    /// The negotiated ACS version.
+    pub version: String,
+    /// The methods the ServerHello evaluates for this session
+    /// (`methods_evaluated`); any other method is CAPABILITY_NOT_NEGOTIATED.
+    /// `None`: recorded before methods were kept (every method is allowed).
+    pub methods: Option<Vec<String>>,
+}
+
+impl SessionHandshake {
+    /// Whether `method` was negotiated.
+    pub fn allows(&self, method: &str) -> bool {
+        self.methods
+            .as_ref()
+            .is_none_or(|m| m.iter().any(|x| x == method))
+    }
 }
 
 /// A preCompact decision, kept to check the matching postCompact.
@@ -60,14 +81,23 @@ pub trait SessionStore {
     fn rollback(&mut self) -> Result<(), StoreError> {
         Ok(())
     }
-    /// Whether the session completed `handshake/hello`.
-    fn is_handshaken(&mut self, session: &str) -> Result<bool, StoreError>;
-    /// Marks the session as handshaken with a version.
-    fn set_handshaken(&mut self, session: &str, version: &str) -> Result<(), StoreError>;
-    /// Records a request id; `false` when it was already seen (replay).
-    fn mark_request(&mut self, request_id: &str, at_ms: i64) -> Result<bool, StoreError>;
-    /// Forgets request ids recorded before `before_ms` (they can no longer
-    /// be replayed: their timestamps are outside the window).
+    /// The session's handshake, when it completed one.
+    fn handshake(&mut self, session: &str) -> Result<Option<SessionHandshake>, StoreError>;
+    /// Records (or replaces) the session's handshake.
+    fn set_handshake(&mut self, session: &str, hs: &SessionHandshake) -> Result<(), StoreError>;
+    /// Records a request id within its session; `false` when the session
+    /// already saw it (replay). The same id in another session is fresh.
+    fn mark_request(
+        &mut self,
+        session: &str,
+        request_id: &str,
+        at_ms: i64,
+    ) -> Result<bool, StoreError>;
+    /// Records a `nonce` within its session; `false` when the session
+    /// already saw it (replay) inside the window that pruning keeps.
+    fn mark_nonce(&mut self, session: &str, nonce: &str, at_ms: i64) -> Result<bool, StoreError>;
+    /// Forgets request ids and nonces recorded before `before_ms` (they can
+    /// no longer be replayed: their timestamps are outside the window).
     fn prune_requests(&mut self, before_ms: i64) -> Result<(), StoreError> {
         let _ = before_ms;
         Ok(())
@@ -98,7 +128,9 @@ pub trait SessionStore {
 
 #[derive(Debug, Default)]
 struct MemSession {
-    handshaken: bool,
+    handshake: Option<SessionHandshake>,
+    requests: HashMap<String, i64>,
+    nonces: HashMap<String, i64>,
     steps: Vec<StepRecord>,
     chain: Vec<(String, Hash)>,
     compactions: Vec<CompactionRecord>,
@@ -108,7 +140,6 @@ struct MemSession {
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     sessions: HashMap<String, MemSession>,
-    requests: HashMap<String, i64>,
 }
 
 impl MemoryStore {
@@ -131,22 +162,39 @@ impl MemoryStore {
 }
 
 impl SessionStore for MemoryStore {
-    fn is_handshaken(&mut self, session: &str) -> Result<bool, StoreError> {
-        Ok(self.sessions.get(session).is_some_and(|s| s.handshaken))
+    fn handshake(&mut self, session: &str) -> Result<Option<SessionHandshake>, StoreError> {
+        Ok(self.sessions.get(session).and_then(|s| s.handshake.clone()))
     }
-    fn set_handshaken(&mut self, session: &str, _version: &str) -> Result<(), StoreError> {
-        self.s(session).handshaken = true;
+    fn set_handshake(&mut self, session: &str, hs: &SessionHandshake) -> Result<(), StoreError> {
+        self.s(session).handshake = Some(hs.clone());
         Ok(())
     }
-    fn mark_request(&mut self, request_id: &str, at_ms: i64) -> Result<bool, StoreError> {
-        if self.requests.contains_key(request_id) {
+    fn mark_request(
+        &mut self,
+        session: &str,
+        request_id: &str,
+        at_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let seen = &mut self.s(session).requests;
+        if seen.contains_key(request_id) {
             return Ok(false);
         }
-        self.requests.insert(request_id.to_string(), at_ms);
+        seen.insert(request_id.to_string(), at_ms);
+        Ok(true)
+    }
+    fn mark_nonce(&mut self, session: &str, nonce: &str, at_ms: i64) -> Result<bool, StoreError> {
+        let seen = &mut self.s(session).nonces;
+        if seen.contains_key(nonce) {
+            return Ok(false);
+        }
+        seen.insert(nonce.to_string(), at_ms);
         Ok(true)
     }
     fn prune_requests(&mut self, before_ms: i64) -> Result<(), StoreError> {
-        self.requests.retain(|_, at| *at >= before_ms);
+        for s in self.sessions.values_mut() {
+            s.requests.retain(|_, at| *at >= before_ms);
+            s.nonces.retain(|_, at| *at >= before_ms);
+        }
         Ok(())
     }
     fn record_step(&mut self, session: &str, step: &StepRecord) -> Result<(), StoreError> {
@@ -192,6 +240,13 @@ impl SessionStore for MemoryStore {
     }
 }
 
+impl StoreError {
+    /// Wraps a backend's own error.
+    pub fn backend(e: impl std::error::Error + Send + Sync + 'static) -> Self {
+        StoreError::Backend(Box::new(e))
+    }
+}
+
 impl<T: SessionStore + ?Sized> SessionStore for Box<T> {
     fn begin(&mut self) -> Result<(), StoreError> {
         (**self).begin()
@@ -202,14 +257,22 @@ impl<T: SessionStore + ?Sized> SessionStore for Box<T> {
     fn rollback(&mut self) -> Result<(), StoreError> {
         (**self).rollback()
     }
-    fn is_handshaken(&mut self, session: &str) -> Result<bool, StoreError> {
-        (**self).is_handshaken(session)
+    fn handshake(&mut self, session: &str) -> Result<Option<SessionHandshake>, StoreError> {
+        (**self).handshake(session)
     }
-    fn set_handshaken(&mut self, session: &str, version: &str) -> Result<(), StoreError> {
-        (**self).set_handshaken(session, version)
+    fn set_handshake(&mut self, session: &str, hs: &SessionHandshake) -> Result<(), StoreError> {
+        (**self).set_handshake(session, hs)
     }
-    fn mark_request(&mut self, request_id: &str, at_ms: i64) -> Result<bool, StoreError> {
-        (**self).mark_request(request_id, at_ms)
+    fn mark_request(
+        &mut self,
+        session: &str,
+        request_id: &str,
+        at_ms: i64,
+    ) -> Result<bool, StoreError> {
+        (**self).mark_request(session, request_id, at_ms)
+    }
+    fn mark_nonce(&mut self, session: &str, nonce: &str, at_ms: i64) -> Result<bool, StoreError> {
+        (**self).mark_nonce(session, nonce, at_ms)
     }
     fn prune_requests(&mut self, before_ms: i64) -> Result<(), StoreError> {
         (**self).prune_requests(before_ms)
@@ -249,19 +312,45 @@ mod tests {
     use super::*;
 
     #[test]
-    fn replay_marks_and_pruning() {
-        for mut s in [
-            Box::new(MemoryStore::new()) as Box<dyn SessionStore>,
-            Box::new(
-                crate::sqlite::SqliteStore::open_in_memory().unwrap_or_else(|e| panic!("{e}")),
-            ),
-        ] {
-            assert!(matches!(s.mark_request("a", 10), Ok(true)));
-            assert!(matches!(s.mark_request("a", 20), Ok(false)));
-            assert!(matches!(s.mark_request("b", 30), Ok(true)));
-            assert!(s.prune_requests(20).is_ok());
-            assert!(matches!(s.mark_request("a", 40), Ok(true)));
-            assert!(matches!(s.mark_request("b", 40), Ok(false)));
-        }
+    fn replay_marks_are_per_session_and_pruned() {
+        let mut s = MemoryStore::new();
+        assert!(matches!(s.mark_request("s1", "a", 10), Ok(true)));
+        assert!(matches!(s.mark_request("s1", "a", 20), Ok(false)));
+        assert!(
+            matches!(s.mark_request("s2", "a", 20), Ok(true)),
+            "another session"
+        );
+        assert!(matches!(s.mark_request("s1", "b", 30), Ok(true)));
+        assert!(matches!(s.mark_nonce("s1", "n", 10), Ok(true)));
+        assert!(matches!(s.mark_nonce("s1", "n", 11), Ok(false)));
+        assert!(matches!(s.mark_nonce("s2", "n", 11), Ok(true)));
+        assert!(
+            matches!(s.mark_nonce("s1", "a", 11), Ok(true)),
+            "nonces and ids apart"
+        );
+        assert!(s.prune_requests(20).is_ok());
+        assert!(matches!(s.mark_request("s1", "a", 40), Ok(true)));
+        assert!(matches!(s.mark_request("s1", "b", 40), Ok(false)));
+        assert!(matches!(s.mark_nonce("s1", "n", 40), Ok(true)));
+    }
+
+    #[test]
+    fn handshake_keeps_negotiated_methods() {
+        let mut s = MemoryStore::new();
+        assert!(matches!(s.handshake("s1"), Ok(None)));
+        let hs = SessionHandshake {
+            version: "0.1.0".into(),
+            methods: Some(vec!["steps/userMessage".into()]),
+        };
+        assert!(s.set_handshake("s1", &hs).is_ok());
+        let got = s.handshake("s1").ok().flatten();
+        assert_eq!(got.as_ref(), Some(&hs));
+        assert!(got.as_ref().is_some_and(|h| h.allows("steps/userMessage")));
+        assert!(!got.as_ref().is_some_and(|h| h.allows("steps/sessionEnd")));
+        let legacy = SessionHandshake {
+            version: "0.1.0".into(),
+            methods: None,
+        };
+        assert!(legacy.allows("steps/sessionEnd"));
     }
 }

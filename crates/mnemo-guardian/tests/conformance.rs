@@ -274,12 +274,12 @@ fn validator_agrees_with_official_schemas() {
         let (schema, ours) = if method == "handshake/hello" {
             (
                 wrapper("handshake.json#/$defs/ClientHello"),
-                validate::payload_schema(method).unwrap(),
+                validate::payload_schema_strict(method).unwrap(),
             )
         } else if let Some(file) = method_schema_file(method) {
             (
                 schemas[file].clone(),
-                validate::payload_schema(method).unwrap(),
+                validate::payload_schema_strict(method).unwrap(),
             )
         } else {
             continue;

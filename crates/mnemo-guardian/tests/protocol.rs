@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use mnemo_guardian::chain;
-use mnemo_guardian::protocol::{codes, expected_post_compact_hash, sign_request};
+use mnemo_guardian::protocol::{METHODS, codes, expected_post_compact_hash, sign_request};
 use mnemo_guardian::validate;
 use mnemo_guardian::{Guardian, GuardianConfig, MemoryStore, Policy, SessionStore};
 use serde_json::{Value, json};
@@ -33,13 +33,14 @@ fn req(method: &str, payload: Value) -> Value {
 fn hello() -> Value {
     req(
         "handshake/hello",
-        json!({"acs_versions_supported": ["0.1.0"], "methods_implemented": ["steps/preCompact", "steps/userMessage"],
+        json!({"acs_versions_supported": ["0.1.0"], "methods_implemented": METHODS,
                "transports_supported": ["stdio"], "provenance_producer": "deterministic"}),
     )
 }
 
 fn guardian_with(policy: Policy) -> Guardian<MemoryStore> {
-    Guardian::new(policy, GuardianConfig::default(), MemoryStore::new()).with_clock(now_ms)
+    let config = GuardianConfig::from_policy(&policy);
+    Guardian::new(policy, config, MemoryStore::new()).with_clock(now_ms)
 }
 
 fn guardian() -> Guardian<MemoryStore> {
@@ -97,17 +98,19 @@ fn pre(entries: &[&str], trigger: &str) -> Value {
 fn handshake_is_required_first() {
     let mut g = guardian_with(Policy::default());
     let r = call(&mut g, &user("p1"));
-    assert_eq!(code(&r), codes::INVALID_REQUEST);
-    assert!(
-        r["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("handshake")
-    );
+    // ACS §17.1: a step before the handshake is CAPABILITY_NOT_NEGOTIATED.
+    assert_eq!(code(&r), codes::CAPABILITY_NOT_NEGOTIATED);
+    assert_eq!(r["error"]["data"]["method"], "steps/userMessage");
     let h = call(&mut g, &hello());
-    let server_hello = &h["result"]["payload"];
-    validate::validate(&validate::server_hello(), server_hello, "").unwrap();
+    // The ServerHello is the result itself (current standard) and, for
+    // v0.1.0 clients, also under result.payload.
+    let server_hello = &h["result"];
+    validate::validate(&validate::server_hello(), &h["result"]["payload"], "").unwrap();
     assert_eq!(server_hello["negotiated_version"], "0.1.0");
+    assert_eq!(h["result"]["payload"]["negotiated_version"], "0.1.0");
+    assert_eq!(server_hello["on_decision_failure"], "proceed");
+    assert_eq!(server_hello["profiles_accepted"], json!(["acs-core"]));
+    assert_eq!(server_hello["skew_window_ms"], 300000);
     assert_eq!(call(&mut g, &user("p1"))["result"]["decision"], "allow");
     assert_eq!(server_hello["policy_requires_provenance"], true);
     // A client that produces no provenance is refused at handshake time.
@@ -115,8 +118,135 @@ fn handshake_is_required_first() {
     let mut h = hello();
     h["params"]["payload"]["provenance_producer"] = json!("none");
     let r = call(&mut g, &h);
-    assert_eq!(code(&r), codes::INVALID_PARAMS);
-    assert_eq!(code(&call(&mut g, &user("p2"))), codes::INVALID_REQUEST);
+    assert_eq!(code(&r), codes::PROVENANCE_REQUIRED);
+    assert_eq!(
+        code(&call(&mut g, &user("p2"))),
+        codes::CAPABILITY_NOT_NEGOTIATED
+    );
+    // Unless the policy does not require provenance.
+    let mut g =
+        guardian_with(Policy::from_toml("[guardian]\nrequire_provenance = false\n").unwrap());
+    let r = call(&mut g, &h);
+    assert_eq!(r["result"]["policy_requires_provenance"], false, "{r}");
+    // Without provenance the data hooks still validate (base schemas, §7).
+    let bare = req(
+        "steps/userMessage",
+        json!({"content": [{"type": "text", "value": "hi"}]}),
+    );
+    assert_eq!(call(&mut g, &bare)["result"]["decision"], "allow");
+}
+
+#[test]
+fn only_negotiated_methods_are_answered() {
+    let mut g = guardian_with(Policy::default());
+    let mut h = hello();
+    h["params"]["payload"]["methods_implemented"] = json!(["steps/userMessage"]);
+    let r = call(&mut g, &h);
+    assert_eq!(
+        r["result"]["methods_evaluated"],
+        json!(["steps/userMessage"])
+    );
+    assert_eq!(call(&mut g, &user("n1"))["result"]["decision"], "allow");
+    // Not negotiated: -32003, and in particular no `allow` for sessionEnd.
+    let r = call(
+        &mut g,
+        &req("steps/sessionEnd", json!({"reason": "completed"})),
+    );
+    assert_eq!(code(&r), codes::CAPABILITY_NOT_NEGOTIATED, "{r}");
+    assert_eq!(r["error"]["data"]["method"], "steps/sessionEnd");
+    assert_eq!(
+        code(&call(&mut g, &tool("n2", "Bash"))),
+        codes::CAPABILITY_NOT_NEGOTIATED
+    );
+}
+
+#[test]
+fn hello_over_the_wrong_transport_is_refused() {
+    let config = GuardianConfig {
+        transport: mnemo_guardian::Transport::Http,
+        ..GuardianConfig::default()
+    };
+    let mut g = Guardian::new(Policy::default(), config, MemoryStore::new()).with_clock(now_ms);
+    let r = call(&mut g, &hello()); // offers only stdio
+    assert_eq!(code(&r), codes::SESSION_REFUSED, "{r}");
+    let mut h = hello();
+    h["params"]["payload"]["transports_supported"] = json!(["stdio", "http"]);
+    assert_eq!(call(&mut g, &h)["result"]["selected_transport"], "http");
+}
+
+#[test]
+fn replay_is_per_session_and_nonces_count() {
+    let mut g = guardian();
+    let u = user("r1");
+    assert_eq!(call(&mut g, &u)["result"]["decision"], "allow");
+    assert_eq!(code(&call(&mut g, &u)), codes::REPLAY_DETECTED);
+    // The same request_id in another (handshaken) session is fresh (§10.3).
+    let other = "1c9e6679-7425-40de-944b-e07fc1f90ae8";
+    let mut h2 = hello();
+    h2["params"]["metadata"]["session_id"] = json!(other);
+    assert!(call(&mut g, &h2).get("result").is_some());
+    let mut u2 = u.clone();
+    u2["params"]["metadata"]["session_id"] = json!(other);
+    assert_eq!(call(&mut g, &u2)["result"]["decision"], "allow");
+    // A repeated nonce under a fresh request_id is a replay too.
+    let mut a = user("r2");
+    a["params"]["nonce"] = json!("bm9uY2Utbm9uY2Utbm9uY2U=");
+    let mut b = user("r3");
+    b["params"]["nonce"] = a["params"]["nonce"].clone();
+    assert_eq!(call(&mut g, &a)["result"]["decision"], "allow");
+    let r = call(&mut g, &b);
+    assert_eq!(code(&r), codes::REPLAY_DETECTED);
+    assert_eq!(r["error"]["data"]["reason"], "duplicate_nonce");
+}
+
+#[test]
+fn ping_never_answers_an_acs_error() {
+    let config = GuardianConfig {
+        hmac_keys: vec![("k1".into(), b"secret".to_vec())],
+        ..GuardianConfig::default()
+    };
+    let mut g = Guardian::new(Policy::default(), config, MemoryStore::new()).with_clock(now_ms);
+    // Unsigned, no handshake, an hour stale, twice with one request_id.
+    let mut p = req("system/ping", json!({"echo": "x"}));
+    p["params"]["timestamp"] = json!("2026-09-19T09:00:00Z");
+    for _ in 0..2 {
+        let r = call(&mut g, &p);
+        assert_eq!(r["result"]["decision"], "allow", "{r}");
+        assert_eq!(r["result"]["payload"]["status"], "ok");
+        assert_eq!(r["result"]["payload"]["echo"], "x");
+        // Signed all the same, under the session key.
+        assert!(
+            mnemo_acs::sign::verify_response(&r, SESSION, &[("k1".into(), b"secret".to_vec())])
+                .is_ok(),
+            "{r}"
+        );
+    }
+    let mut wrong = p.clone();
+    sign_request(&mut wrong, "k1", b"wrong");
+    assert_eq!(call(&mut g, &wrong)["result"]["decision"], "allow");
+    wrong["params"]["acs_version"] = json!("9.0.0");
+    assert_eq!(call(&mut g, &wrong)["result"]["decision"], "allow");
+}
+
+#[test]
+fn modify_incapable_clients_get_allow_at_post_compact() {
+    let policy = Policy::from_toml("[guardian]\nmodify_unsupported_agents = [\"a\"]\n").unwrap();
+    let mut f = compacted_flow_with(policy);
+    let entries = f.entries.clone();
+    let (_, resp) = post(&mut f, &["p-u"], "agent_generated", &entries, None);
+    let res = &resp["result"];
+    assert_eq!(res["decision"], "allow", "{resp}");
+    let codes = res["reason_codes"].as_array().unwrap();
+    assert_eq!(codes[0], "modify_unsupported");
+    assert!(codes.contains(&json!("lineage_mismatch")));
+    assert!(res.get("modifications").is_none());
+    assert!(
+        res["policy_data"]["modify_unsupported"]["intended_modifications"]["parameter_overrides"]
+            ["summary"]["provenance"]["derived_from"]
+            .as_array()
+            .is_some_and(|a| a.len() == 3),
+        "{resp}"
+    );
 }
 
 #[test]
@@ -203,9 +333,16 @@ fn hmac_signatures() {
     sign_request(&mut h, "k1", b"secret");
     let r = call(&mut g, &h);
     assert_eq!(
-        r["result"]["payload"]["signature_algorithms_supported"],
+        r["result"]["signature_algorithms_supported"],
         json!(["HMAC-SHA256"])
     );
+    // The response is signed under the session key the request used.
+    let keys = [("k1".to_string(), b"secret".to_vec())];
+    assert!(
+        mnemo_acs::sign::verify_response(&r, SESSION, &keys).is_ok(),
+        "{r}"
+    );
+    assert!(mnemo_acs::sign::verify_response(&r, "another-session", &keys).is_err());
     // Tampering after signing breaks it.
     let mut u = user("p1");
     sign_request(&mut u, "k1", b"secret");
@@ -344,7 +481,13 @@ struct Flow {
 
 /// user, tool, agent response; an allowed (manual) preCompact of all three.
 fn compacted_flow() -> Flow {
-    let mut g = guardian();
+    compacted_flow_with(Policy::default())
+}
+
+fn compacted_flow_with(policy: Policy) -> Flow {
+    let mut g = guardian_with(policy);
+    let r = call(&mut g, &hello());
+    assert_eq!(r["result"]["decision"], "allow", "{r}");
     let u = user("p-u");
     let t = tool("p-t", "Bash");
     let a = req(
@@ -535,22 +678,35 @@ fn batch_answers_in_order_like_single_requests() {
 struct BrokenStore(MemoryStore);
 
 impl SessionStore for BrokenStore {
-    fn is_handshaken(&mut self, s: &str) -> Result<bool, mnemo_guardian::store::StoreError> {
-        self.0.is_handshaken(s)
-    }
-    fn set_handshaken(
+    fn handshake(
         &mut self,
         s: &str,
-        v: &str,
+    ) -> Result<Option<mnemo_guardian::store::SessionHandshake>, mnemo_guardian::store::StoreError>
+    {
+        self.0.handshake(s)
+    }
+    fn set_handshake(
+        &mut self,
+        s: &str,
+        h: &mnemo_guardian::store::SessionHandshake,
     ) -> Result<(), mnemo_guardian::store::StoreError> {
-        self.0.set_handshaken(s, v)
+        self.0.set_handshake(s, h)
     }
     fn mark_request(
         &mut self,
+        s: &str,
         r: &str,
         at: i64,
     ) -> Result<bool, mnemo_guardian::store::StoreError> {
-        self.0.mark_request(r, at)
+        self.0.mark_request(s, r, at)
+    }
+    fn mark_nonce(
+        &mut self,
+        s: &str,
+        n: &str,
+        at: i64,
+    ) -> Result<bool, mnemo_guardian::store::StoreError> {
+        self.0.mark_nonce(s, n, at)
     }
     fn record_step(
         &mut self,
@@ -615,4 +771,74 @@ fn store_failure_is_an_internal_error() {
             .unwrap()
             .contains("disk on fire")
     );
+}
+
+#[test]
+fn a_client_chain_hash_that_differs_is_chain_mismatch() {
+    let mut g = guardian();
+    let r = call(&mut g, &user("c1"));
+    let head = r["result"]["chain_hash"].as_str().unwrap().to_string();
+    let mut ok = user("c2");
+    ok["params"]["metadata"]["session_state"] = json!({"chain_hash": head});
+    assert_eq!(call(&mut g, &ok)["result"]["decision"], "allow");
+    let mut bad = user("c3");
+    bad["params"]["metadata"]["session_state"] = json!({"chain_hash": "f".repeat(64)});
+    let r = call(&mut g, &bad);
+    assert_eq!(code(&r), codes::CHAIN_MISMATCH, "{r}");
+}
+
+#[test]
+fn wrapped_mcp_is_evaluated_when_negotiated() {
+    let mut g = guardian_with(Policy::default());
+    let mut h = hello();
+    h["params"]["payload"]["methods_implemented"] =
+        json!(["steps/toolCallRequest", "protocols/MCP/tools/call"]);
+    let r = call(&mut g, &h);
+    assert_eq!(
+        r["result"]["methods_evaluated"],
+        json!(["steps/toolCallRequest", "protocols/MCP/tools/call"])
+    );
+    let mcp = req(
+        "protocols/MCP/tools/call",
+        json!({"name": "read", "arguments": {}}),
+    );
+    assert_eq!(call(&mut g, &mcp)["result"]["decision"], "allow");
+    let other = req("protocols/MCP/resources/read", json!({"uri": "file:///x"}));
+    assert_eq!(
+        code(&call(&mut g, &other)),
+        codes::CAPABILITY_NOT_NEGOTIATED
+    );
+}
+
+#[test]
+fn tool_rules_deny_unregistered_and_listed_calls() {
+    let policy = Policy::from_toml(
+        "[tools]\nregistered = [\"Bash\"]\n[[tools.deny]]\ntool = \"Bash\"\ncommand = \"rm -rf /*\"\n",
+    )
+    .unwrap();
+    let mut g = guardian_with(policy);
+    call(&mut g, &hello());
+    let bash = |cmd: &str| {
+        req(
+            "steps/toolCallRequest",
+            json!({"tool": {"name": "Bash"}, "arguments": {"command": {"value": cmd}}, "raw_command": cmd}),
+        )
+    };
+    let ok = call(&mut g, &bash("ls"));
+    assert_eq!(ok["result"]["decision"], "allow");
+    let r = call(&mut g, &bash("rm -rf /"));
+    assert_eq!(r["result"]["decision"], "deny", "{r}");
+    assert_eq!(r["result"]["reason_codes"], json!(["tool_denied"]));
+    // A deny is recorded and chained like any step.
+    assert_ne!(r["result"]["chain_hash"], ok["result"]["chain_hash"]);
+    let other = req(
+        "steps/toolCallRequest",
+        json!({"tool": {"name": "records.lookup"}, "arguments": {"id": {"value": "1"}}}),
+    );
+    let r = call(&mut g, &other);
+    assert_eq!(r["result"]["reason_codes"], json!(["tool_unregistered"]));
+    // No [tools]: every tool is allowed, as before.
+    let mut g = guardian();
+    assert_eq!(call(&mut g, &other)["result"]["decision"], "allow");
+    assert!(Policy::from_toml("[[tools.deny]]\ncommand = \"x\"\n").is_err());
 }

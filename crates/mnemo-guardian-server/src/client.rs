@@ -1,0 +1,345 @@
+//! A small client for a remote Guardian (`mnemo guard http`), for callers
+//! such as mnemo's bank compaction configured with a Guardian URL (the I/O
+//! edge: one HTTP/1.1 POST per request over `std::net`).
+//!
+//! [`RemoteGuardian::check_compaction`] gives a remote Guardian the same facts
+//! as the in-process [`mnemo_guardian::check_compaction`]: in a fresh session it sends
+//! `handshake/hello`, one `steps/memoryContextRetrieval` per entry (the entry's
+//! provenance as results, so order and re-grounding survive), then
+//! `steps/preCompact` over those steps.
+//!
+//! With [`RemoteGuardian::with_hmac`] every request is signed under the
+//! per-session key of ACS §10 (HKDF-SHA256 of the secret, info = the
+//! session id) and every response must carry a signature that verifies
+//! under the same key. The ServerHello is read where the current standard
+//! puts it (the top of `result`) or where v0.1.0 Guardians put it
+//! (`result.payload`).
+
+use mnemo_acs::model::{ACS_VERSION, Trigger, Verdict};
+use mnemo_acs::sign;
+use mnemo_guardian::decide::{Decision, EntryProvenance};
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// A client failure.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The URL is not `http://host:port[/path]`.
+    #[error("guardian URL {0}: expected http://host:port[/path]")]
+    Url(String),
+    /// Network.
+    #[error("guardian {url}: {source}")]
+    Io {
+        /// URL.
+        url: String,
+        /// Cause.
+        source: std::io::Error,
+    },
+    /// Not an HTTP 200 JSON answer.
+    #[error("guardian {url}: {message}")]
+    Protocol {
+        /// URL.
+        url: String,
+        /// What was wrong.
+        message: String,
+    },
+    /// A JSON-RPC error answer.
+    #[error("guardian {url}: error {code}: {message}")]
+    Rpc {
+        /// URL.
+        url: String,
+        /// Code.
+        code: i64,
+        /// Message.
+        message: String,
+    },
+}
+
+/// Largest response accepted.
+const MAX_RESPONSE: u64 = 4 << 20;
+
+/// A remote Guardian reached over HTTP.
+#[derive(Debug, Clone)]
+pub struct RemoteGuardian {
+    url: String,
+    host: String,
+    path: String,
+    timeout: Duration,
+    hmac: Option<(String, Vec<u8>)>,
+}
+
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// A fresh random-looking RFC 4122 version-4 UUID (SHA-256 of time, process
+/// id and a counter; unique, not secret).
+pub fn new_uuid() -> String {
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let seed = format!("{nanos}:{}:{n}", std::process::id());
+    let mut b = mnemo_acs::chain::sha256(seed.as_bytes());
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h = mnemo_acs::chain::to_hex(&b);
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
+}
+
+impl RemoteGuardian {
+    /// A client for `http://host:port[/path]` (timeout 5 s).
+    pub fn new(url: &str) -> Result<Self, ClientError> {
+        let rest = url
+            .strip_prefix("http://")
+            .ok_or_else(|| ClientError::Url(url.into()))?;
+        let (host, path) = match rest.find('/') {
+            Some(i) => (&rest[..i], &rest[i..]),
+            None => (rest, "/"),
+        };
+        if host.is_empty() || !host.contains(':') {
+            return Err(ClientError::Url(url.into()));
+        }
+        Ok(RemoteGuardian {
+            url: url.into(),
+            host: host.into(),
+            path: path.into(),
+            timeout: Duration::from_secs(5),
+            hmac: None,
+        })
+    }
+
+    /// Signs every request with HMAC-SHA256 under the per-session key
+    /// derived from `secret` (named by `key_id`), and requires every
+    /// response to be signed under it.
+    pub fn with_hmac(mut self, key_id: &str, secret: &[u8]) -> Self {
+        self.hmac = Some((key_id.into(), secret.to_vec()));
+        self
+    }
+
+    /// Sets the connect/read/write timeout.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    fn io(&self, source: std::io::Error) -> ClientError {
+        ClientError::Io {
+            url: self.url.clone(),
+            source,
+        }
+    }
+
+    fn protocol(&self, message: impl Into<String>) -> ClientError {
+        ClientError::Protocol {
+            url: self.url.clone(),
+            message: message.into(),
+        }
+    }
+
+    /// Sends one JSON-RPC request (signed when configured); returns the
+    /// response, whose signature is verified when a key is configured.
+    pub fn call(&self, request: &Value) -> Result<Value, ClientError> {
+        let mut request = request.clone();
+        if let Some((id, secret)) = &self.hmac {
+            sign::sign_request(&mut request, id, secret);
+        }
+        let resp = self.post(&request)?;
+        if let Some((id, secret)) = &self.hmac {
+            let session = request
+                .pointer("/params/metadata/session_id")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            sign::verify_response(&resp, session, &[(id.clone(), secret.clone())])
+                .map_err(|e| self.protocol(format!("response signature: {e}")))?;
+        }
+        Ok(resp)
+    }
+
+    fn post(&self, request: &Value) -> Result<Value, ClientError> {
+        let body = request.to_string();
+        let addr = self
+            .host
+            .to_socket_addrs()
+            .map_err(|e| self.io(e))?
+            .next()
+            .ok_or_else(|| self.protocol("cannot resolve host"))?;
+        let mut stream = TcpStream::connect_timeout(&addr, self.timeout).map_err(|e| self.io(e))?;
+        stream
+            .set_read_timeout(Some(self.timeout))
+            .map_err(|e| self.io(e))?;
+        stream
+            .set_write_timeout(Some(self.timeout))
+            .map_err(|e| self.io(e))?;
+        let _ = stream.set_nodelay(true);
+        let head = format!(
+            "POST {} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            self.path,
+            self.host,
+            body.len()
+        );
+        stream.write_all(head.as_bytes()).map_err(|e| self.io(e))?;
+        stream.write_all(body.as_bytes()).map_err(|e| self.io(e))?;
+        let mut reader = BufReader::new(stream.take(MAX_RESPONSE));
+        let mut status = String::new();
+        reader.read_line(&mut status).map_err(|e| self.io(e))?;
+        if status.split_whitespace().nth(1) != Some("200") {
+            return Err(self.protocol(format!("HTTP status {}", status.trim())));
+        }
+        let mut len: Option<usize> = None;
+        loop {
+            let mut h = String::new();
+            if reader.read_line(&mut h).map_err(|e| self.io(e))? == 0 {
+                return Err(self.protocol("connection closed in headers"));
+            }
+            let h = h.trim_end();
+            if h.is_empty() {
+                break;
+            }
+            if let Some((k, v)) = h.split_once(':')
+                && k.eq_ignore_ascii_case("content-length")
+            {
+                len = v.trim().parse().ok();
+            }
+        }
+        let len = len.ok_or_else(|| self.protocol("no Content-Length"))?;
+        if len as u64 > MAX_RESPONSE {
+            return Err(self.protocol("response too large"));
+        }
+        let mut buf = vec![0u8; len];
+        reader.read_exact(&mut buf).map_err(|e| self.io(e))?;
+        serde_json::from_slice(&buf).map_err(|e| self.protocol(format!("invalid JSON: {e}")))
+    }
+
+    fn call_ok(&self, request: &Value) -> Result<Value, ClientError> {
+        let resp = self.call(request)?;
+        if let Some(err) = resp.get("error") {
+            return Err(ClientError::Rpc {
+                url: self.url.clone(),
+                code: err.get("code").and_then(Value::as_i64).unwrap_or(0),
+                message: err
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string(),
+            });
+        }
+        resp.get("result")
+            .cloned()
+            .ok_or_else(|| self.protocol("neither result nor error"))
+    }
+
+    /// Asks the remote Guardian whether `entries` (oldest first) may be
+    /// compacted, in a fresh session (see the module documentation).
+    pub fn check_compaction(
+        &self,
+        entries: &[EntryProvenance],
+        trigger: Trigger,
+    ) -> Result<Decision, ClientError> {
+        let session = new_uuid();
+        let envelope = |method: &str, payload: Value| -> (String, Value) {
+            let rid = new_uuid();
+            let req = json!({"jsonrpc": "2.0", "method": method, "id": rid, "params": {
+                "acs_version": ACS_VERSION, "request_id": rid,
+                "timestamp": mnemo_acs::time::format_rfc3339_ms(mnemo_acs::time::now_ms()),
+                "metadata": {"agent_id": "mnemo", "session_id": session}, "payload": payload}});
+            (rid, req)
+        };
+        let (_, hello) = envelope(
+            "handshake/hello",
+            json!({"acs_versions_supported": [ACS_VERSION],
+                   "methods_implemented": ["steps/memoryContextRetrieval", "steps/preCompact"],
+                   "transports_supported": ["http"], "provenance_producer": "deterministic"}),
+        );
+        let server_hello = self.call_ok(&hello)?;
+        let negotiated = negotiated_version(&server_hello)
+            .ok_or_else(|| self.protocol("handshake/hello: no ServerHello in the result"))?;
+        if negotiated.split('.').next() != ACS_VERSION.split('.').next() {
+            return Err(self.protocol(format!(
+                "handshake/hello: the Guardian negotiated ACS {negotiated}, this client speaks {ACS_VERSION}"
+            )));
+        }
+        let mut steps = Vec::with_capacity(entries.len());
+        for e in entries {
+            let results: Vec<Value> = e
+                .provenance
+                .iter()
+                .map(|p| json!({"memory_id": e.step_id, "value": e.step_id, "provenance": p}))
+                .collect();
+            let (rid, req) = envelope(
+                "steps/memoryContextRetrieval",
+                json!({"memory_store": {"name": "mnemo-bank", "scope": "session"}, "results": results}),
+            );
+            self.call_ok(&req)?;
+            steps.push(rid);
+        }
+        let (_, pre) = envelope(
+            "steps/preCompact",
+            json!({"entries_to_compact": steps, "triggered_by": trigger.as_str()}),
+        );
+        let r = self.call_ok(&pre)?;
+        let verdict = match r.get("decision").and_then(Value::as_str) {
+            Some("allow") => Verdict::Allow,
+            Some("modify") => Verdict::Modify,
+            _ => Verdict::Deny,
+        };
+        let strings = |k: &str| -> Vec<String> {
+            r.get(k)
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|x| x.as_str().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        Ok(Decision {
+            verdict,
+            reasoning: r
+                .get("reasoning")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+            reason_codes: strings("reason_codes"),
+            cited_provenance_ids: strings("cited_provenance_ids"),
+            policy_data: r.get("policy_data").cloned().unwrap_or(Value::Null),
+            rule_id: "remote",
+        })
+    }
+}
+
+/// The `negotiated_version` of a `handshake/hello` result: at the top of
+/// `result` (the current standard and its reference clients) or under
+/// `result.payload` (v0.1.0 Guardians, mnemo's before this change).
+pub fn negotiated_version(result: &Value) -> Option<&str> {
+    result
+        .get("negotiated_version")
+        .or_else(|| result.get("payload")?.get("negotiated_version"))
+        .and_then(Value::as_str)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_hello_is_read_in_both_shapes() {
+        let top = json!({"negotiated_version": "0.1.0", "methods_evaluated": []});
+        let nested = json!({"type": "final", "decision": "allow", "payload": {"negotiated_version": "0.1.2"}});
+        let both =
+            json!({"negotiated_version": "0.1.0", "payload": {"negotiated_version": "0.1.0"}});
+        assert_eq!(negotiated_version(&top), Some("0.1.0"));
+        assert_eq!(negotiated_version(&nested), Some("0.1.2"));
+        assert_eq!(negotiated_version(&both), Some("0.1.0"));
+        assert_eq!(negotiated_version(&json!({"decision": "allow"})), None);
+    }
+}

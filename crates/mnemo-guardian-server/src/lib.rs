@@ -1,0 +1,20 @@
+//! # mnemo-guardian-server
+//!
+//! The compaction Guardian's transports (the I/O edge of `mnemo-guardian`).
+//!
+//! **Owns:** Content-Length framing ([`framing`]), HTTP/1.1 request parsing
+//! ([`http`]), the stdio server, the HTTP server (one event loop that decides
+//! each turn's requests in one store transaction) and the one-shot `check`
+//! ([`server`]), and a client for a remote Guardian ([`client`]).
+//!
+//! **Must never:** decide (every answer comes from `Guardian::handle`),
+//! buffer without bound for a client that sends or never reads, or let one
+//! malformed frame cost the next valid one.
+
+pub mod client;
+pub mod framing;
+pub mod http;
+pub mod server;
+
+pub use mnemo_guardian_store::{DynStore, GuardOptions, OpenError};
+pub use server::ServeError;

@@ -1,0 +1,24 @@
+//! # mnemo-guardian-store
+//!
+//! Where the compaction Guardian keeps its session state, and how a
+//! configured Guardian is opened.
+//!
+//! **Owns:** the SQLite implementation of `mnemo_guardian::SessionStore`
+//! ([`sqlite`]: sessions, the replay window, steps with their provenance,
+//! the hash chain, preCompact decisions; WAL checkpoints off the request
+//! path for long-running servers), the default store location, and
+//! [`open`]: loading a policy file, choosing the store and building a
+//! `Guardian` (shared by the servers, `guard check` and the host hooks).
+//!
+//! **Must never:** decide anything (the Guardian decides; a store only keeps
+//! what it is given), speak a transport, or lose an acknowledged write: every
+//! method that returns `Ok` has made its change durable within the current
+//! transaction.
+
+pub mod open;
+pub mod sqlite;
+
+pub use open::{
+    DynStore, GuardOptions, OpenError, default_store_path, load_policy, open_guardian, open_store,
+};
+pub use sqlite::SqliteStore;

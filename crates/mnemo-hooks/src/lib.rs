@@ -1,0 +1,154 @@
+//! # mnemo-hooks
+//!
+//! Host adapters of the compaction Guardian: the Claude Code and Codex CLI
+//! PreCompact hooks.
+//!
+//! **Owns:** parsing the host's hook input and transcript, mapping transcript
+//! content to ACS origins, and rendering the host's own answer — all pure
+//! ([`claude`], [`codex`], [`render`]) — and the thin edge that reads stdin
+//! and the transcript file and asks the Guardian in process ([`io`]).
+//!
+//! **Must never:** decide (the Guardian in `mnemo-guardian` decides); let a
+//! broken store or an unreadable transcript turn a deny into an allow; write
+//! anything to the host's stdout but the host's own answer format.
+
+pub mod claude;
+pub mod codex;
+pub mod io;
+
+use mnemo_acs::model::{Origin, Provenance, Verdict};
+use mnemo_guardian::decide::{Decision, EntryProvenance};
+use serde::Deserialize;
+
+/// The PreCompact hook input both hosts send (unknown members ignored).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct HookInput {
+    /// Host session id.
+    #[serde(default)]
+    pub session_id: String,
+    /// The conversation transcript (JSONL).
+    #[serde(default)]
+    pub transcript_path: Option<String>,
+    /// Working directory.
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// `PreCompact`.
+    #[serde(default)]
+    pub hook_event_name: Option<String>,
+    /// `manual` or `auto`.
+    #[serde(default)]
+    pub trigger: Option<String>,
+    /// Claude Code: the text after `/compact`.
+    #[serde(default)]
+    pub custom_instructions: Option<String>,
+    /// Codex: turn id.
+    #[serde(default)]
+    pub turn_id: Option<String>,
+    /// Codex: model.
+    #[serde(default)]
+    pub model: Option<String>,
+}
+
+/// Parses a hook input.
+pub fn parse_hook_input(bytes: &[u8]) -> Result<HookInput, serde_json::Error> {
+    serde_json::from_slice(bytes)
+}
+
+/// The host whose format to answer in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Host {
+    /// Claude Code.
+    ClaudeCode,
+    /// Codex CLI.
+    Codex,
+}
+
+/// How Claude Code is told to block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BlockStyle {
+    /// Exit code 2, reason on stderr (default).
+    #[default]
+    ExitCode,
+    /// Exit 0 with `{"decision":"block","reason":…}` on stdout (reason also on stderr).
+    Json,
+}
+
+/// What the hook process prints and exits with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookOutput {
+    /// Process exit code.
+    pub exit_code: u8,
+    /// Standard output.
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+}
+
+/// Renders a decision in the host's own hook format.
+pub fn render(host: Host, style: BlockStyle, d: &Decision) -> HookOutput {
+    if d.verdict != Verdict::Deny {
+        return HookOutput {
+            exit_code: 0,
+            stdout: String::new(),
+            stderr: String::new(),
+        };
+    }
+    let reason = format!("mnemo guardian blocked compaction: {}", d.reasoning);
+    match (host, style) {
+        (Host::ClaudeCode, BlockStyle::ExitCode) => HookOutput {
+            exit_code: 2,
+            stdout: String::new(),
+            stderr: format!("{reason}\n"),
+        },
+        (Host::ClaudeCode, BlockStyle::Json) => HookOutput {
+            exit_code: 0,
+            stdout: serde_json::json!({"decision": "block", "reason": reason}).to_string() + "\n",
+            stderr: format!("{reason}\n"),
+        },
+        (Host::Codex, _) => HookOutput {
+            exit_code: 0,
+            stdout: serde_json::json!({"continue": false, "stopReason": reason}).to_string() + "\n",
+            stderr: format!("{reason}\n"),
+        },
+    }
+}
+
+/// Origin and source id of a tool's result, by tool name: web fetches are
+/// `retrieved` (source: the URL), web searches `external`, MCP tools
+/// (`mcp__server__tool`) `tool_output` with the server as source id, any
+/// other tool `tool_output` with its name.
+pub fn tool_origin(name: &str, input: Option<&serde_json::Value>) -> (Origin, String) {
+    let lower = name.to_ascii_lowercase();
+    if lower == "webfetch" || lower == "web_fetch" {
+        let url = input
+            .and_then(|i| i.get("url"))
+            .and_then(|u| u.as_str())
+            .unwrap_or(name);
+        return (Origin::Retrieved, url.to_string());
+    }
+    if lower == "websearch" || lower == "web_search" {
+        return (Origin::External, "web_search".into());
+    }
+    if let Some(rest) = name.strip_prefix("mcp__") {
+        let server = rest.split("__").next().unwrap_or(rest);
+        return (Origin::ToolOutput, server.to_string());
+    }
+    (Origin::ToolOutput, name.to_string())
+}
+
+pub(crate) fn entry(step: String, items: Vec<(Origin, Option<String>)>) -> EntryProvenance {
+    let provenance = items
+        .into_iter()
+        .enumerate()
+        .map(|(k, (o, src))| Provenance {
+            provenance_id: format!("{step}#{k}"),
+            origin: o,
+            source_id: src,
+            derived_from: Vec::new(),
+        })
+        .collect();
+    EntryProvenance {
+        step_id: step,
+        provenance,
+    }
+}
