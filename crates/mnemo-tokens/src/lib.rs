@@ -129,13 +129,9 @@ impl Encoder {
             }
         };
         let mut pair: Vec<u32> = (0..bounds.len() - 1).map(|i| joined(&bounds, i)).collect();
-        loop {
-            let Some((i, &best)) = pair.iter().enumerate().min_by_key(|&(i, &r)| (r, i)) else {
-                break;
-            };
-            if best == u32::MAX {
-                break;
-            }
+        while let Some((i, &best)) = pair.iter().enumerate().min_by_key(|&(i, &r)| (r, i))
+            && best != u32::MAX
+        {
             bounds.remove(i + 1);
             pair.remove(i + 1);
             pair[i] = joined(&bounds, i);
