@@ -716,3 +716,74 @@ fn other_tmp_files_are_kept_and_bad_journals_explained() {
     assert!(err.hint().is_some());
     assert_eq!(before, snapshot(&root));
 }
+
+/// A person's note under an entry of `## Completed Phases` survives a
+/// re-gate of that entry with new text (issue #13, item 2), in LF and CRLF
+/// files alike, and a CRLF file gets CRLF for mnemo's rows.
+#[test]
+fn notes_under_an_entry_survive_a_regate() {
+    for crlf in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("bank");
+        init_bank(&root).unwrap();
+        let bank = Bank::new(&root);
+        let eol = if crlf { "\r\n" } else { "\n" };
+        let human = [
+            "# Active Context",
+            "",
+            "> Hand-written.",
+            "",
+            "## Completed Phases",
+            "",
+        ]
+        .join(eol)
+            + eol;
+        std::fs::write(root.join(ACTIVE_CONTEXT), &human).unwrap();
+        let o = opts("1", &["hermes"], &["aphrodite"]);
+        ops::gate(&bank, &Config::default(), &o, &[fixture("hermes.json")]).unwrap();
+        let active = read(&bank, ACTIVE_CONTEXT);
+        if crlf {
+            assert_eq!(
+                active.matches('\n').count(),
+                active.matches("\r\n").count(),
+                "mnemo's rows in a CRLF file are CRLF: {active:?}"
+            );
+        }
+        // A person writes notes under the entry (indented, and one flush
+        // line after it).
+        let first = active
+            .split_inclusive('\n')
+            .position(|l| l.contains("mnemo:key=2026-06-20|1|hermes"))
+            .unwrap();
+        let mut lines: Vec<String> = active.split_inclusive('\n').map(str::to_string).collect();
+        let entry_end = lines[first + 1..]
+            .iter()
+            .position(|l| !l.starts_with("  "))
+            .map_or(lines.len(), |p| first + 1 + p);
+        let note = format!("  - Note (Ana): check the refresh flow with legal{eol}");
+        let note2 = format!("    sub-note, keep me{eol}");
+        lines.insert(entry_end, note2.clone());
+        lines.insert(entry_end, note.clone());
+        let edited: String = lines.concat();
+        std::fs::write(root.join(ACTIVE_CONTEXT), &edited).unwrap();
+        // Re-gated with new text: the entry changes, the notes stay.
+        let mut changed = fixture("hermes.json");
+        changed.text = changed.text.replace("JWT rotation", "JWT key rotation");
+        ops::gate(&bank, &Config::default(), &o, &[changed]).unwrap();
+        let after = read(&bank, ACTIVE_CONTEXT);
+        assert_ne!(after, edited, "the entry was re-gated");
+        assert!(after.contains("JWT key rotation"), "{after}");
+        assert!(after.contains(&format!("{note}{note2}")), "{after:?}");
+        assert_eq!(after.matches("Note (Ana)").count(), 1);
+        assert!(after.starts_with(&human));
+        if crlf {
+            assert_eq!(after.matches('\n').count(), after.matches("\r\n").count());
+        }
+        // Idempotent: the same gate again changes nothing.
+        let snap = snapshot(&root);
+        let mut again = fixture("hermes.json");
+        again.text = again.text.replace("JWT rotation", "JWT key rotation");
+        ops::gate(&bank, &Config::default(), &o, &[again]).unwrap();
+        assert_eq!(snap, snapshot(&root));
+    }
+}
