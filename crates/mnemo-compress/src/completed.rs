@@ -96,7 +96,8 @@ fn keep_human_lines(old: &str, mut new: String) -> String {
         let mine = MNEMO_CONTINUATIONS
             .iter()
             .any(|p| line.trim_end_matches(['\r', '\n']).starts_with(p));
-        if !mine {
+        // A line the new text has already is not repeated.
+        if !mine && !new.split_inclusive('\n').any(|l| l == line) {
             if !new.ends_with('\n') {
                 new.push('\n');
             }
