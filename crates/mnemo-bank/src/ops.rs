@@ -313,12 +313,53 @@ fn check_batch_keys(records: &[(String, SummaryRecord)], opts: &GateOptions) -> 
     Ok(())
 }
 
+/// Refuses a summary with a NUL byte (it is binary, or corrupt: written
+/// raw, it would corrupt the progress log), naming its line and column.
+pub fn check_text(name: &str, text: &str) -> Result<()> {
+    if let Some(at) = text.find('\0') {
+        let line = text[..at].matches('\n').count() + 1;
+        let col = at - text[..at].rfind('\n').map_or(0, |i| i + 1) + 1;
+        return Err(BankError::invalid(
+            name,
+            Some(line),
+            format!(
+                "column {col}: NUL byte in a summary (binary or corrupt input); nothing was written"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Refuses a summary over `budget.max_summary_bytes`.
+pub fn check_size(name: &str, len: u64, limit: u64) -> Result<()> {
+    if len > limit {
+        return Err(BankError::Refused(format!(
+            "{name}: the summary is {len} bytes, over the limit of {limit} bytes (`budget.max_summary_bytes` in mnemo.toml); nothing was written"
+        )));
+    }
+    Ok(())
+}
+
 /// Parses the inputs into records (errors name the file and line).
 pub fn parse_inputs(inputs: &[Input]) -> Result<Vec<(String, SummaryRecord)>> {
     let mut out = Vec::new();
     for i in inputs {
+        check_text(&i.name, &i.text)?;
         let format = Format::detect(&i.text, Some(&i.name));
         for r in parse_records(&i.text, &i.name, format)? {
+            // An escaped NUL (`\u0000` in JSON, `\0` / `\x00` in YAML).
+            if serde_json::to_string(&r).is_ok_and(|j| j.contains("\\u0000")) {
+                let line = ["\\u0000", "\\x00", "\\0"]
+                    .iter()
+                    .filter_map(|esc| i.text.find(esc))
+                    .min()
+                    .map(|at| i.text[..at].matches('\n').count() + 1);
+                return Err(BankError::invalid(
+                    &i.name,
+                    line,
+                    "a field holds a NUL character (an escaped `\\u0000`); nothing was written",
+                ));
+            }
             out.push((i.name.clone(), r));
         }
     }
@@ -376,6 +417,13 @@ fn gate_with(
     extra: &[Change],
 ) -> Result<GateReport> {
     check_args(&opts.phase, &opts.date, opts.feature.as_deref())?;
+    for i in inputs {
+        check_size(
+            &i.name,
+            i.text.len() as u64,
+            config.budget.max_summary_bytes,
+        )?;
+    }
     let s = scrubber()?;
     let mut records = parse_inputs(inputs)?;
     for (src, r) in &mut records {
