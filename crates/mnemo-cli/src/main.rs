@@ -177,6 +177,13 @@ fn report(e: &anyhow::Error) {
     let mut err = std::io::stderr().lock();
     let _ = writeln!(err, "error: {e}");
     let mut hint = None;
+    // The bank's errors know what to do about them.
+    if let Some(b) = e
+        .chain()
+        .find_map(|c| c.downcast_ref::<mnemo_bank::BankError>())
+    {
+        hint = b.hint();
+    }
     for cause in e.chain().skip(1) {
         match cause.downcast_ref::<io_util::Hint>() {
             Some(h) => hint = Some(h.0.clone()),
