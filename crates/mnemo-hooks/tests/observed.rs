@@ -181,3 +181,90 @@ fn claude_preserved_messages_keep_their_taint() {
     );
     assert_eq!(run3.output.exit_code, 2);
 }
+
+#[test]
+fn codex_mcp_namespace_names_the_server() {
+    // Observed 6: the tool name was taken as the source id.
+    let text = std::fs::read_to_string(fx("codex/rollout-mcp-namespace.jsonl")).unwrap();
+    let (entries, bad) = mnemo_hooks::codex::transcript_entries(&text);
+    assert_eq!(bad, 0);
+    let out = entries
+        .iter()
+        .find(|e| e.provenance[0].origin == Origin::ToolOutput)
+        .unwrap();
+    assert_eq!(out.provenance[0].source_id.as_deref(), Some("github"));
+    let trusted =
+        "[[trust.source]]\norigin = \"tool_output\"\nsource_id = \"github\"\ntrust = \"trusted\"\n";
+    let r = run(
+        Host::Codex,
+        "codex/precompact-auto.json",
+        "codex/rollout-mcp-namespace.jsonl",
+        Some(trusted),
+    );
+    assert!(r.output.stdout.is_empty(), "{}", r.output.stdout);
+    let r = run(
+        Host::Codex,
+        "codex/precompact-auto.json",
+        "codex/rollout-mcp-namespace.jsonl",
+        None,
+    );
+    let v: Value = serde_json::from_str(&r.output.stdout).unwrap();
+    assert_eq!(v["continue"], false);
+    // Observed 10: `codex exec` shows systemMessage, not stopReason.
+    assert!(
+        v["systemMessage"]
+            .as_str()
+            .unwrap()
+            .contains("blocked compaction")
+    );
+}
+
+#[test]
+fn codex_compacted_history_keeps_the_taint() {
+    // Observed 7: a `compacted` line cleared what it had folded in.
+    let text = std::fs::read_to_string(fx("codex/rollout-compacted.jsonl")).unwrap();
+    let (entries, _) = mnemo_hooks::codex::transcript_entries(&text);
+    let got: Vec<(Origin, Option<String>)> = entries
+        .iter()
+        .map(|e| (e.provenance[0].origin, e.provenance[0].source_id.clone()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (Origin::System, Some("codex:instructions".into())),
+            (Origin::UserInput, Some("codex:user".into())),
+            (Origin::AgentGenerated, Some("codex:compact-summary".into())),
+            (Origin::AgentGenerated, None),
+        ],
+        "the summary in the history is not the user's"
+    );
+    let r = run(
+        Host::Codex,
+        "codex/precompact-auto.json",
+        "codex/rollout-compacted.jsonl",
+        None,
+    );
+    let v: Value = serde_json::from_str(&r.output.stdout).unwrap();
+    assert_eq!(
+        v["continue"], false,
+        "unknown lineage is untrusted by default"
+    );
+}
+
+#[test]
+fn recorded_step_ids_are_uuids() {
+    // Observed 9: ids were 68 characters.
+    let dir = tempfile::tempdir().unwrap();
+    let o = GuardOptions {
+        policy: None,
+        store: Some(dir.path().join("g.sqlite3")),
+        memory: false,
+    };
+    let bytes = hook_input("codex/precompact-auto.json", "codex/rollout-tainted.jsonl");
+    let r = run_pre_compact(Host::Codex, BlockStyle::ExitCode, &o, &bytes[..]).unwrap();
+    let (id, _) = r.recorded.unwrap();
+    assert_eq!(id.len(), 36, "{id}");
+    let groups: Vec<usize> = id.split('-').map(str::len).collect();
+    assert_eq!(groups, [8, 4, 4, 4, 12]);
+    assert_eq!(&id[14..15], "4");
+}
