@@ -16,6 +16,7 @@
 //! transaction.
 
 pub mod open;
+pub mod read;
 pub mod sqlite;
 
 pub use open::{
