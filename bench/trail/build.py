@@ -6,7 +6,8 @@ A session spec: {"host": "claude" | "codex", "turns": [...], "planted": [...]}.
 Turns: {"user": text}, {"say": text}, {"read": path}, {"write": path},
 {"edit": path}, {"bash": command, "exit": n, "out": text},
 {"fetch": url, "out": text}, {"noise": n} (n filler exchanges: reads of
-scratch files, listings, chatter), {"compact": summary} (a previous
+scratch files, listings, chatter), {"manyfiles": n} (n distinct file reads and
+n/4 distinct commands, to overflow the budget), {"compact": summary} (a previous
 compaction). Planted facts are what the trail must keep: a string, or a
 list of strings that must all appear in one line of the trail.
 
@@ -35,6 +36,11 @@ def expand(turns):
                 else:
                     out.append({"read": FILLER_FILES[i % len(FILLER_FILES)],
                                 "out": "\n".join(f"{n}\tline {n} of filler" for n in range(1, 60))})
+        elif "manyfiles" in t:
+            for i in range(t["manyfiles"]):
+                out.append({"read": f"src/area{i % 17}/module_{i}.rs", "out": "1\tpub fn f() {}"})
+                if i % 4 == 0:
+                    out.append({"bash": f"cargo check -p area{i % 17} --features f{i}", "exit": 0, "out": "Finished"})
         else:
             out.append(t)
     return out

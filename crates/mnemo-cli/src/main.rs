@@ -15,6 +15,7 @@ mod progress;
 mod score_cmd;
 mod scrub_cmd;
 mod stats_cmd;
+mod trail_cmd;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -108,6 +109,8 @@ enum Command {
     /// Host adapters for the Guardian (Claude Code, Codex CLI hooks).
     #[command(subcommand)]
     Hook(guard_cmd::HookCommand),
+    /// The artifact trail of a host transcript: files, commands and exit codes, constraints, decisions, open errors, numbers.
+    Trail(trail_cmd::TrailArgs),
 }
 
 /// Global options every command may use.
@@ -159,6 +162,7 @@ fn main() -> ExitCode {
         Command::Mcp => mcp_cmd::run(&global),
         Command::Guard(cmd) => guard_cmd::run_guard(cmd, global.quiet),
         Command::Hook(cmd) => guard_cmd::run_hook(cmd, global.quiet),
+        Command::Trail(args) => trail_cmd::run(args, &global),
     };
     match result {
         Ok(code) => code,
