@@ -288,31 +288,6 @@ pub fn infer_agent(config: &Config, source: &str, from: &[String]) -> Option<Str
     }
 }
 
-/// Two records of one batch with the same §17 key would overwrite each
-/// other: refuse, naming both.
-fn check_batch_keys(records: &[(String, SummaryRecord)], opts: &GateOptions) -> Result<()> {
-    let mut seen: HashMap<EntryKey, &str> = HashMap::new();
-    for (src, r) in records {
-        let agent = r.agent.as_deref().or(r.sender()).unwrap_or("unknown");
-        let key = EntryKey::new(
-            r.date.as_deref().unwrap_or(&opts.date),
-            r.phase.as_deref().unwrap_or(&opts.phase),
-            agent,
-        );
-        if let Some(prev) = seen.insert(key.clone(), src) {
-            return Err(BankError::invalid(
-                src,
-                None,
-                format!(
-                    "has the same key ({}) as a summary of {prev} in this batch; give each summary its agent or phase",
-                    key.render()
-                ),
-            ));
-        }
-    }
-    Ok(())
-}
-
 /// Refuses a summary with a NUL byte (it is binary, or corrupt: written
 /// raw, it would corrupt the progress log), naming its line and column.
 pub fn check_text(name: &str, text: &str) -> Result<()> {
@@ -432,7 +407,6 @@ fn gate_with(
             r.agent = infer_agent(config, src, &opts.from);
         }
     }
-    check_batch_keys(&records, opts)?;
     // Ask the Guardian before compacting anything.
     let entries = entry_provenance(&records);
     let decision = match &opts.guardian_url {
