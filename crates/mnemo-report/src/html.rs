@@ -113,12 +113,12 @@ fn totals(o: &mut String, r: &Report) {
     }
     let _ = writeln!(
         o,
-        "<div><dt>Characters in → out</dt><dd data-total=\"chars\">{} → {}</dd></div>",
+        "<div><dt>Characters, progress log → entries</dt><dd data-total=\"chars\">{} → {}</dd></div>",
         t.input_chars, t.entry_chars
     );
     let _ = writeln!(
         o,
-        "<div><dt>Tokens (o200k) in → out</dt><dd data-total=\"tokens\">{} → {}</dd></div>",
+        "<div><dt>Tokens (o200k), progress log → entries</dt><dd data-total=\"tokens\">{} → {}</dd></div>",
         opt_num(t.input_tokens),
         opt_num(t.entry_tokens)
     );
@@ -343,7 +343,10 @@ fn entries(o: &mut String, r: &Report) {
     legend(
         o,
         &[
-            ("f-alloc", "input (summary + files)"),
+            (
+                "f-alloc",
+                "input as the progress log keeps it (summary + files)",
+            ),
             ("f-critical", "entry, CRITICAL"),
             ("f-high", "HIGH"),
             ("f-medium", "MEDIUM"),
