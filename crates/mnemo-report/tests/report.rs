@@ -230,7 +230,7 @@ fn html_in_a_summary_stays_text() {
     // The Aphrodite summary of examples/report/phase3-ui.md holds a script tag.
     assert!(r.entries.iter().any(|e| e.text.contains("<script>alert(")));
     assert!(!html.contains("<script"));
-    assert!(html.contains("&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;"));
+    assert!(html.contains("&lt;script&gt;alert(\"x\")&lt;/script&gt;"));
 }
 
 #[test]
