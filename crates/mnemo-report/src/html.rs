@@ -12,6 +12,27 @@ use crate::model::{BandCounts, EntryReport, Lines, Report, SessionReport};
 /// Charts draw at most this many bars or nodes; the tables list everything.
 pub const CHART_CAP: usize = 200;
 
+/// Tables of entries, archived entries and ids list at most this many rows
+/// (the most recent ones); `mnemo report --json` has them all. A page of a
+/// 10,000-entry bank stays small enough to open quickly.
+pub const TABLE_CAP: usize = 1_000;
+
+/// The last `TABLE_CAP` items, and a note saying how many were left out.
+fn capped<'a, T>(items: &'a [T], what: &str) -> (&'a [T], Option<String>) {
+    if items.len() <= TABLE_CAP {
+        (items, None)
+    } else {
+        let left = items.len() - TABLE_CAP;
+        (
+            &items[left..],
+            Some(format!(
+                "<p class=\"capped\">The table lists the last {TABLE_CAP} of {} {what}; the {left} before them are in <code>mnemo report --json</code>.</p>\n",
+                items.len()
+            )),
+        )
+    }
+}
+
 /// Escapes `& < > " '` for text and attribute values.
 pub fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len() + s.len() / 8);
@@ -420,7 +441,8 @@ fn entries(o: &mut String, r: &Report) {
     );
     o.push_str("<table id=\"entries-table\">\n<caption>Entries of Completed Phases: band and score as recorded, explain recomputed from the progress log, sizes of input and entry</caption>\n");
     o.push_str("<thead><tr><th scope=\"col\">Entry</th><th scope=\"col\">Band</th><th scope=\"col\" class=\"n\">Score</th><th scope=\"col\" class=\"n\">Lines</th><th scope=\"col\" class=\"n\">Input chars / tokens</th><th scope=\"col\" class=\"n\">Entry chars / tokens</th><th scope=\"col\" class=\"n\">Facts kept</th><th scope=\"col\">Explain; facts not kept</th><th scope=\"col\">Entry text (after its head)</th></tr></thead>\n<tbody>\n");
-    for e in &r.entries {
+    let (rows, note) = capped(&r.entries, "entries");
+    for e in rows {
         let _ = write!(
             o,
             "<tr><th scope=\"row\">{} · P{} · {}</th><td class=\"b-{}\">{}{}</td><td>{}</td><td>{}</td>",
@@ -472,7 +494,11 @@ fn entries(o: &mut String, r: &Report) {
             esc_text(entry_body(&e.text))
         );
     }
-    o.push_str("</tbody>\n</table>\n</section>\n");
+    o.push_str("</tbody>\n</table>\n");
+    if let Some(n) = note {
+        o.push_str(&n);
+    }
+    o.push_str("</section>\n");
 }
 
 fn skipped(o: &mut String, r: &Report) {
@@ -502,7 +528,8 @@ fn archive(o: &mut String, r: &Report) {
     );
     o.push_str("<table id=\"archive-table\">\n<caption>Entries archived by C7: removed from Completed Phases, or shortened to their files</caption>\n");
     o.push_str("<thead><tr><th scope=\"col\">Entry</th><th scope=\"col\">Band</th><th scope=\"col\" class=\"n\">Score</th><th scope=\"col\">Action</th><th scope=\"col\" class=\"n\">Lines</th><th scope=\"col\">Archive</th><th scope=\"col\">Text</th></tr></thead>\n<tbody>\n");
-    for a in &r.archive {
+    let (rows, note) = capped(&r.archive, "archived entries");
+    for a in rows {
         let _ = writeln!(
             o,
             "<tr data-action=\"{}\"><th scope=\"row\">{}</th><td><span class=\"band b-{}\">{}</span></td><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{}</td><td>{}</td><td><pre class=\"entry\">{}</pre></td></tr>",
@@ -517,7 +544,11 @@ fn archive(o: &mut String, r: &Report) {
             esc(&a.text)
         );
     }
-    o.push_str("</tbody>\n</table>\n</section>\n");
+    o.push_str("</tbody>\n</table>\n");
+    if let Some(n) = note {
+        o.push_str(&n);
+    }
+    o.push_str("</section>\n");
 }
 
 fn xref(o: &mut String, r: &Report) {
@@ -613,7 +644,8 @@ fn xref(o: &mut String, r: &Report) {
     );
     o.push_str("<table id=\"xref-table\">\n<caption>Cross-reference ids (By Entity and Decision Links) with their phases and agents</caption>\n");
     o.push_str("<thead><tr><th scope=\"col\">Id</th><th scope=\"col\">Type</th><th scope=\"col\">Name</th><th scope=\"col\">Location / links to</th><th scope=\"col\">Phases</th><th scope=\"col\">Agents</th></tr></thead>\n<tbody>\n");
-    for n in &g.nodes {
+    let (rows, note) = capped(&g.nodes, "ids");
+    for n in rows {
         let phases: Vec<String> = n.phases.iter().map(|p| format!("P{}", esc(p))).collect();
         let agents: Vec<String> = n.agents.iter().map(|a| esc(a)).collect();
         let _ = writeln!(
@@ -627,7 +659,11 @@ fn xref(o: &mut String, r: &Report) {
             agents.join(", ")
         );
     }
-    o.push_str("</tbody>\n</table>\n</section>\n");
+    o.push_str("</tbody>\n</table>\n");
+    if let Some(n) = note {
+        o.push_str(&n);
+    }
+    o.push_str("</section>\n");
 }
 
 fn short(s: &str, n: usize) -> String {

@@ -201,7 +201,7 @@ def main():
             targets = b.call("Target.getTargets")["targetInfos"]
             tid = next(t["targetId"] for t in targets if t["type"] == "page")
             sid = b.call("Target.attachToTarget", {"targetId": tid, "flatten": True})["sessionId"]
-            for domain in ("Page", "Runtime", "Log", "Network"):
+            for domain in ("Page", "Runtime", "Log", "Network", "Performance"):
                 b.call(f"{domain}.enable", session=sid)
             b.call("Emulation.setDeviceMetricsOverride",
                    {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False},
@@ -211,6 +211,13 @@ def main():
             b.call("Page.navigate", {"url": page_url}, session=sid)
             b.wait_event("Page.loadEventFired")
             load_s = time.monotonic() - t0
+            # Force a full layout, then read the renderer's own CPU figures
+            # (main-thread task, layout and style time: less sensitive to a
+            # loaded machine than the wall clock).
+            b.call("Runtime.evaluate", {"expression": "document.body.getBoundingClientRect().height"},
+                   session=sid)
+            metrics = {m["name"]: m["value"] for m in
+                       b.call("Performance.getMetrics", session=sid)["metrics"]}
             dom = json.loads(b.call("Runtime.evaluate",
                                     {"expression": DOM_PROBE, "returnByValue": True},
                                     session=sid)["result"]["value"])
@@ -241,6 +248,8 @@ def main():
     w, h, nonbg, distinct = png_stats(png)
     print(json.dumps({
         "load_seconds": round(load_s, 3),
+        "renderer_seconds": {k: round(metrics.get(k, 0.0), 3) for k in
+                             ("TaskDuration", "LayoutDuration", "RecalcStyleDuration", "ScriptDuration")},
         "console_errors": errors,
         "requests": requests,
         "screenshot": {"width": w, "height": h, "non_background": round(nonbg, 4),
