@@ -3,6 +3,7 @@
 //! request) and the HMAC key.
 
 use crate::postgres::PostgresStore;
+use crate::scrubbed::Scrubbed;
 use crate::sqlite::SqliteStore;
 use mnemo_guardian::policy::{HmacKeySource, KeyEncoding, Policy, PolicyError};
 use mnemo_guardian::protocol::{Guardian, GuardianConfig, Transport};
@@ -102,10 +103,11 @@ pub const STORE_ENV: &str = "MNEMO_STORE";
 /// [`default_store_path`]): a `postgres://` or `postgresql://` URL opens
 /// [`PostgresStore`], anything else is a SQLite file. A long-running server checkpoints
 /// the SQLite WAL on a background thread (see
-/// [`SqliteStore::checkpoint_in_background`]).
+/// [`SqliteStore::checkpoint_in_background`]). Every store is wrapped in
+/// [`Scrubbed`]: nothing unscrubbed is kept.
 pub fn open_store(opts: &GuardOptions, long_running: bool) -> Result<DynStore, OpenError> {
     if opts.memory {
-        return Ok(Box::new(MemoryStore::new()));
+        return Ok(Box::new(Scrubbed::new(MemoryStore::new())));
     }
     let path = opts
         .store
@@ -117,13 +119,13 @@ pub fn open_store(opts: &GuardOptions, long_running: bool) -> Result<DynStore, O
         })
         .unwrap_or_else(default_store_path);
     if let Some(url) = path.to_str().filter(|p| mnemo_postgres::is_postgres_url(p)) {
-        return Ok(Box::new(PostgresStore::open(url)?));
+        return Ok(Box::new(Scrubbed::new(PostgresStore::open(url)?)));
     }
     let mut store = SqliteStore::open(&path)?;
     if long_running {
         store.checkpoint_in_background()?;
     }
-    Ok(Box::new(store))
+    Ok(Box::new(Scrubbed::new(store)))
 }
 
 /// Builds a Guardian: policy, HMAC key (from the environment variable the
