@@ -45,6 +45,11 @@ const CONSTRAINT_WORDS: &[&str] = &[
     "breaking",
     "required",
     "requires",
+    "blocked",
+    "unblocked",
+    "unblocks",
+    "blocks",
+    "depends",
 ];
 
 /// Labels an agent puts in front of a warning; the entry has its own label.
