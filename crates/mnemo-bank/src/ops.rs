@@ -144,6 +144,44 @@ pub struct GateReport {
     pub changed: Vec<String>,
     /// What recovery did first.
     pub recovery: Recovery,
+    /// `## Completed Phases` entries: new, unchanged (same key and hash)
+    /// and updated (same key, other hash); a re-run reports 0 new.
+    pub upsert: mnemo_compress::completed::UpsertReport,
+    /// The feature the By Feature rows were written under: `--feature`,
+    /// else the records' own `feature` when they all name the same one.
+    pub feature: Option<String>,
+    /// Fields Layer 1 refused to promote (`src:line: field`), as `score`
+    /// reports them.
+    pub dropped: Vec<String>,
+}
+
+impl GateReport {
+    /// What changed in `## Completed Phases`: `0 new entries, 3 unchanged`
+    /// (`, 1 updated` when one was).
+    pub fn change_line(&self) -> String {
+        let u = self.upsert;
+        let mut s = format!(
+            "{} new entr{}, {} unchanged",
+            u.added,
+            if u.added == 1 { "y" } else { "ies" },
+            u.skipped
+        );
+        if u.replaced > 0 {
+            s.push_str(&format!(", {} updated", u.replaced));
+        }
+        s
+    }
+}
+
+/// The feature of a batch: the gate's own, else the one every record
+/// names (none when a record names none or two records disagree).
+pub fn batch_feature(opt: Option<&str>, records: &[(String, SummaryRecord)]) -> Option<String> {
+    if let Some(f) = opt {
+        return Some(f.to_string());
+    }
+    let mut it = records.iter().map(|(_, r)| r.feature.as_deref());
+    let first = it.next()??;
+    it.all(|f| f == Some(first)).then(|| first.to_string())
 }
 
 /// The Guardian's view of the records: each record is an entry; without
@@ -401,6 +439,24 @@ fn gate_with(
     }
     let s = scrubber()?;
     let mut records = parse_inputs(inputs)?;
+    let feature = batch_feature(opts.feature.as_deref(), &records);
+    check_args(&opts.phase, &opts.date, feature.as_deref())?;
+    let mut dropped = Vec::new();
+    let mut ordinal: HashMap<&str, usize> = HashMap::new();
+    for (src, r) in &records {
+        let n = ordinal.entry(src.as_str()).or_default();
+        *n += 1;
+        for d in &r.dropped {
+            let at = match d.line {
+                Some(line) => format!("{src}:{line}"),
+                None => format!("{src} record {n}"),
+            };
+            dropped.push(format!(
+                "{at}: field `{}` dropped (only metadata is promoted: Layer 1)",
+                d.name
+            ));
+        }
+    }
     for (src, r) in &mut records {
         scrub_record(s, r);
         if r.agent.is_none() && r.from.is_none() {
@@ -456,6 +512,8 @@ fn gate_with(
     );
     let mut report = GateReport {
         recovery,
+        feature: feature.clone(),
+        dropped,
         ..GateReport::default()
     };
     for (i, d) in &phase.skipped {
@@ -529,7 +587,7 @@ fn gate_with(
         .zip(&refs)
         .map(|((id, _), r)| (*id, r.clone()))
         .collect();
-    if let Some(feature) = &opts.feature {
+    if let Some(feature) = &feature {
         for e in &phase.entries {
             index.upsert_feature(
                 feature,
@@ -568,7 +626,7 @@ fn gate_with(
     let base_active = active
         .clone()
         .unwrap_or_else(|| ACTIVE_CONTEXT_NEW.to_string());
-    let (mut active_text, _) = upsert_section(&base_active, COMPLETED_PHASES, &new_entries);
+    let (mut active_text, upserted) = upsert_section(&base_active, COMPLETED_PHASES, &new_entries);
 
     // C7 when the section is over its cap.
     let mut archive_change = None;
@@ -646,6 +704,7 @@ fn gate_with(
             })
             .cloned(),
     );
+    report.upsert = upserted;
     report.changed = txn::commit(bank, &lock, &changes)?;
     report.entries = phase.entries.len();
     report.confirmation = phase.confirmation(report.xrefs_added);

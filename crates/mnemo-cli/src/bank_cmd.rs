@@ -268,7 +268,8 @@ fn out(line: &str) -> Result<ExitCode> {
 }
 
 fn report_gate(global: &Global, r: &ops::GateReport) -> Vec<String> {
-    let mut notes = r.skipped.clone();
+    let mut notes = r.dropped.clone();
+    notes.extend(r.skipped.iter().cloned());
     notes.extend(r.flags.iter().cloned());
     notes.extend(r.trim.iter().cloned());
     if r.recovery.rolled_forward > 0 || r.recovery.rolled_back > 0 {
@@ -300,6 +301,7 @@ pub fn gate(args: GateArgs, global: &Global) -> Result<ExitCode> {
     if args.phases == Some(0) {
         bail!("--phases must be at least 1");
     }
+    let feature_given = args.feature.is_some();
     let opts = GateOptions {
         phase: args.phase,
         from: agents(&args.from),
@@ -317,7 +319,13 @@ pub fn gate(args: GateArgs, global: &Global) -> Result<ExitCode> {
     let r = under_spinner(global, inputs.len(), "gating", || {
         ops::gate(&bank, &config, &opts, &inputs)
     })?;
-    report_gate(global, &r);
+    let mut notes = report_gate(global, &r);
+    notes.clear();
+    notes.push(r.change_line());
+    if !feature_given && let Some(f) = &r.feature {
+        notes.push(format!("feature {f} (from the records)"));
+    }
+    say(global, &notes);
     out(&r.confirmation)
 }
 
