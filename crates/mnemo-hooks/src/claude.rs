@@ -394,6 +394,8 @@ pub fn attachment_origin(a: &Attachment) -> (Origin, String) {
         | "goal_status"
         | "deferred_tools"
         | "skill_listing"
+        | "agent_listing_delta"
+        | "deferred_tools_delta"
         | "token_usage"
         | "output_style" => (Origin::System, "claude-code:host".into()),
         other => (

@@ -3,7 +3,8 @@
 //! its chain entry in the session store), render the host's answer.
 
 use super::{BlockStyle, HookOutput, Host, claude, codex, parse_hook_input, render};
-use mnemo_guardian::decide::Decision;
+use mnemo_acs::model::Origin;
+use mnemo_guardian::decide::{Decision, EntryProvenance};
 use mnemo_guardian::protocol::{HostCompaction, Transport, trigger_from_host};
 use mnemo_guardian_store::open::{GuardOptions, OpenError as ServeError, open_guardian};
 use sha2::{Digest, Sha256};
@@ -11,8 +12,13 @@ use std::io::Read;
 
 /// Largest hook input read from stdin.
 pub const MAX_HOOK_INPUT: u64 = 1 << 20;
-/// Largest transcript read.
-pub const MAX_TRANSCRIPT: u64 = 512 << 20;
+/// Longest transcript line read; a longer one is not read (fail closed).
+pub const MAX_LINE: usize = 64 << 20;
+/// How far before the last compaction boundary the reader looks for the
+/// messages it preserved.
+pub const LOOKBACK: u64 = 64 << 20;
+/// Step id (and source id) of transcript content the hook could not read.
+pub const UNREAD: &str = "mnemo:transcript-unread";
 
 /// Result of one hook run.
 #[derive(Debug, Clone)]
@@ -64,18 +70,17 @@ pub fn run_pre_compact(
             (open_guardian(&memory, Transport::Stdio, true)?, false)
         }
     };
-    let text = match hook.transcript_path.as_deref() {
-        Some(p) if !p.is_empty() => read_transcript(p).unwrap_or_else(|e| {
-            note.push_str(&format!(
-                "mnemo guardian: cannot read transcript {p}: {e}\n"
-            ));
-            String::new()
-        }),
-        _ => String::new(),
-    };
-    let (entries, bad) = match host {
-        Host::ClaudeCode => claude::transcript_entries(&text),
-        Host::Codex => codex::transcript_entries(&text),
+    let (entries, bad) = match hook.transcript_path.as_deref() {
+        Some(p) if !p.is_empty() => {
+            let t = read_transcript(host, std::path::Path::new(p));
+            for why in &t.problems {
+                note.push_str(&format!(
+                    "mnemo guardian: cannot read transcript {p} whole ({why}); what was not read counts as untrusted ({UNREAD})\n"
+                ));
+            }
+            (t.entries, t.bad)
+        }
+        _ => (Vec::new(), 0),
     };
     let trigger = trigger_from_host(hook.trigger.as_deref().unwrap_or("auto"));
     let session_id = if hook.session_id.is_empty() {
@@ -116,13 +121,265 @@ pub fn run_pre_compact(
     })
 }
 
-/// The transcript, at most [`MAX_TRANSCRIPT`] bytes of it.
-fn read_transcript(path: &str) -> std::io::Result<String> {
-    let mut s = String::new();
-    std::fs::File::open(path)?
-        .take(MAX_TRANSCRIPT)
-        .read_to_string(&mut s)?;
-    Ok(s)
+/// What was read of a transcript.
+#[derive(Debug, Default)]
+pub struct Transcript {
+    /// The entries a compaction now would fold, oldest first; content that
+    /// could not be read is an [`UNREAD`] entry (origin `external`) where it was.
+    pub entries: Vec<EntryProvenance>,
+    /// Lines that were not JSON.
+    pub bad: usize,
+    /// Why the transcript could not be read whole (empty when it was).
+    pub problems: Vec<String>,
+    /// Byte offset the forward read started at.
+    pub start: u64,
+}
+
+fn unread() -> EntryProvenance {
+    crate::entry(
+        UNREAD.to_string(),
+        vec![(Origin::External, Some(UNREAD.to_string()))],
+    )
+}
+
+enum AnyMapper {
+    Claude(claude::Mapper),
+    Codex(codex::Mapper),
+}
+
+impl AnyMapper {
+    fn line(&mut self, line: &str, n: usize) {
+        match self {
+            AnyMapper::Claude(m) => m.line(line, n),
+            AnyMapper::Codex(m) => m.line(line, n),
+        }
+    }
+}
+
+/// Reads a transcript from its end: finds the last compaction boundary
+/// (Claude Code `compact_boundary`, Codex `compacted`) scanning backwards,
+/// then maps lines forward from there (Claude Code: from up to
+/// [`LOOKBACK`] bytes before it, for the messages it preserved). Memory is
+/// bounded by the longest line ([`MAX_LINE`]) and the entries of the region,
+/// not by the file. Whatever cannot be read (the file, a line over the
+/// limit, an I/O error, preserved messages not found) is an [`UNREAD`] entry,
+/// so the policy treats it as untrusted: fail closed, with the reason.
+pub fn read_transcript(host: Host, path: &std::path::Path) -> Transcript {
+    read_transcript_with(host, path, MAX_LINE, LOOKBACK)
+}
+
+/// [`read_transcript`] with its limits given (tests use small ones).
+pub fn read_transcript_with(
+    host: Host,
+    path: &std::path::Path,
+    max_line: usize,
+    lookback: u64,
+) -> Transcript {
+    let mut t = Transcript::default();
+    let mut file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) => {
+            t.problems.push(e.to_string());
+            t.entries.push(unread());
+            return t;
+        }
+    };
+    let (pattern, lookback): (&[u8], u64) = match host {
+        Host::ClaudeCode => (b"\"compact_boundary\"", lookback),
+        Host::Codex => (b"\"compacted\"", 0),
+    };
+    let boundary = match last_boundary(&mut file, pattern, host) {
+        Ok(b) => b,
+        Err(e) => {
+            t.problems
+                .push(format!("looking for the last compaction: {e}"));
+            t.entries.push(unread());
+            return t;
+        }
+    };
+    let start = match boundary {
+        Some(b) if b > lookback => b - lookback,
+        _ => 0,
+    };
+    t.start = start;
+    let mut mapper = match host {
+        Host::ClaudeCode => AnyMapper::Claude(claude::Mapper::new()),
+        Host::Codex => AnyMapper::Codex(codex::Mapper::new()),
+    };
+    let mut problems = Vec::new();
+    let mut lineno = 0usize;
+    let r = (|| -> std::io::Result<()> {
+        use std::io::{BufRead, Seek, SeekFrom};
+        // Line numbers of the part not read, counted, not parsed.
+        file.seek(SeekFrom::Start(0))?;
+        let mut counter = std::io::BufReader::with_capacity(1 << 20, &mut file);
+        let mut left = start;
+        while left > 0 {
+            let buf = counter.fill_buf()?;
+            if buf.is_empty() {
+                break;
+            }
+            let n = buf.len().min(left as usize);
+            lineno += memchr::memchr_iter(b'\n', &buf[..n]).count();
+            counter.consume(n);
+            left -= n as u64;
+        }
+        drop(counter);
+        file.seek(SeekFrom::Start(start))?;
+        let mut reader = std::io::BufReader::with_capacity(1 << 20, &mut file);
+        let mut line = Vec::new();
+        let mut first = start > 0 && boundary != Some(start);
+        loop {
+            line.clear();
+            let n = (&mut reader)
+                .take(max_line as u64 + 1)
+                .read_until(b'\n', &mut line)?;
+            if n == 0 {
+                break;
+            }
+            lineno += 1;
+            if line.len() > max_line && line.last() != Some(&b'\n') {
+                // Skip the rest of the line without keeping it.
+                loop {
+                    let buf = reader.fill_buf()?;
+                    if buf.is_empty() {
+                        break;
+                    }
+                    match memchr::memchr(b'\n', buf) {
+                        Some(i) => {
+                            reader.consume(i + 1);
+                            break;
+                        }
+                        None => {
+                            let k = buf.len();
+                            reader.consume(k);
+                        }
+                    }
+                }
+                problems.push((lineno, format!("line {lineno} is over {max_line} bytes")));
+                continue;
+            }
+            if std::mem::take(&mut first) {
+                // The look-back starts inside a line: not a whole line.
+                continue;
+            }
+            match std::str::from_utf8(&line) {
+                Ok(s) => mapper.line(s, lineno),
+                Err(_) => mapper.line("\u{0}", lineno),
+            }
+        }
+        Ok(())
+    })();
+    if let Err(e) = r {
+        problems.push((usize::MAX, format!("read error after line {lineno}: {e}")));
+    }
+    let (mut entries, bad) = match mapper {
+        AnyMapper::Claude(m) => {
+            let missing = m.missing_preserved().len();
+            let first_missing = m.missing_preserved().first().cloned();
+            let (mut e, bad) = m.finish();
+            if let Some(u) = first_missing {
+                t.problems.push(format!(
+                    "{missing} message(s) the last compaction preserved (first {u}) are not in the {} bytes before it",
+                    if start > 0 { lookback.to_string() } else { "whole file".into() }
+                ));
+                e.insert(0, unread());
+            }
+            (e, bad)
+        }
+        AnyMapper::Codex(m) => m.finish(),
+    };
+    if !problems.is_empty() {
+        // Fail closed at the end (a re-grounding before it does not end it).
+        entries.push(unread());
+        t.problems.extend(problems.into_iter().map(|(_, why)| why));
+    }
+    t.entries = entries;
+    t.bad = bad;
+    t
+}
+
+/// Byte offset of the start of the last line holding `pattern` (not
+/// escaped inside a string) that is a compaction line of the host.
+fn last_boundary(
+    file: &mut std::fs::File,
+    pattern: &[u8],
+    host: Host,
+) -> std::io::Result<Option<u64>> {
+    use std::io::{Seek, SeekFrom};
+    const CHUNK: u64 = 1 << 20;
+    let len = file.metadata()?.len();
+    let finder = memchr::memmem::Finder::new(pattern);
+    let mut end = len;
+    let mut buf = vec![0u8; (CHUNK as usize) + pattern.len()];
+    while end > 0 {
+        let begin = end.saturating_sub(CHUNK);
+        // Overlap the next chunk by the pattern's length.
+        let stop = (end + pattern.len() as u64).min(len);
+        let n = (stop - begin) as usize;
+        file.seek(SeekFrom::Start(begin))?;
+        file.read_exact(&mut buf[..n])?;
+        let hay = &buf[..n];
+        let mut found: Vec<usize> = finder.find_iter(hay).collect();
+        found.retain(|&i| (begin + i as u64) < end);
+        for &i in found.iter().rev() {
+            if i > 0 && hay[i - 1] == b'\\' {
+                continue;
+            }
+            let at = begin + i as u64;
+            let line_start = line_start(file, at)?;
+            if is_boundary_line(file, line_start, host)? {
+                return Ok(Some(line_start));
+            }
+        }
+        end = begin;
+    }
+    Ok(None)
+}
+
+fn line_start(file: &mut std::fs::File, at: u64) -> std::io::Result<u64> {
+    use std::io::{Seek, SeekFrom};
+    let mut pos = at;
+    let mut buf = vec![0u8; 64 << 10];
+    while pos > 0 {
+        let begin = pos.saturating_sub(buf.len() as u64);
+        let n = (pos - begin) as usize;
+        file.seek(SeekFrom::Start(begin))?;
+        file.read_exact(&mut buf[..n])?;
+        if let Some(i) = memchr::memrchr(b'\n', &buf[..n]) {
+            return Ok(begin + i as u64 + 1);
+        }
+        if at - begin > MAX_LINE as u64 {
+            break;
+        }
+        pos = begin;
+    }
+    Ok(pos)
+}
+
+fn is_boundary_line(file: &mut std::fs::File, start: u64, host: Host) -> std::io::Result<bool> {
+    use std::io::{BufRead, Seek, SeekFrom};
+    file.seek(SeekFrom::Start(start))?;
+    let mut line = Vec::new();
+    std::io::BufReader::new(&mut *file)
+        .take(MAX_LINE as u64)
+        .read_until(b'\n', &mut line)?;
+    #[derive(serde::Deserialize)]
+    struct Head<'a> {
+        #[serde(rename = "type", borrow, default)]
+        kind: Option<std::borrow::Cow<'a, str>>,
+        #[serde(borrow, default)]
+        subtype: Option<std::borrow::Cow<'a, str>>,
+    }
+    let Ok(h) = serde_json::from_slice::<Head<'_>>(&line) else {
+        return Ok(false);
+    };
+    Ok(match host {
+        Host::ClaudeCode => {
+            h.kind.as_deref() == Some("system") && h.subtype.as_deref() == Some("compact_boundary")
+        }
+        Host::Codex => h.kind.as_deref() == Some("compacted"),
+    })
 }
 
 /// A fresh UUID-shaped id (version 4 layout) for one hook decision, from

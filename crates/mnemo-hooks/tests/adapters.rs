@@ -307,7 +307,7 @@ fn claude_trusted_mcp_server_after_boundary() {
 }
 
 #[test]
-fn missing_transcript_fails_open_with_a_note_and_bad_input_is_an_error() {
+fn missing_transcript_fails_closed_with_a_note_and_bad_input_is_an_error() {
     let mut v: Value =
         serde_json::from_str(&std::fs::read_to_string(fx("claude/precompact-auto.json")).unwrap())
             .unwrap();
@@ -319,8 +319,12 @@ fn missing_transcript_fails_open_with_a_note_and_bad_input_is_an_error() {
         v.to_string().as_bytes(),
     )
     .unwrap();
-    assert_eq!(run.output.exit_code, 0);
+    assert_eq!(run.output.exit_code, 2, "what cannot be read is untrusted");
     assert!(run.output.stderr.contains("cannot read transcript"));
+    assert_eq!(
+        run.decision.cited_provenance_ids,
+        ["mnemo:transcript-unread#0"]
+    );
     assert!(
         run_pre_compact(
             Host::ClaudeCode,
