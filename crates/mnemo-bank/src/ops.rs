@@ -119,6 +119,8 @@ pub struct GateOptions {
     /// A remote Guardian (`mnemo guard http`) to ask instead of deciding in
     /// process; when it cannot be reached nothing is compacted (fail closed).
     pub guardian_url: Option<String>,
+    /// TLS files for an `https://` `guardian_url`.
+    pub guardian_tls: mnemo_guardian_server::client::ClientTls,
     /// What triggered the compaction.
     pub trigger: Trigger,
     /// Lock wait.
@@ -467,13 +469,15 @@ fn gate_with(
     let entries = entry_provenance(&records);
     let decision = match &opts.guardian_url {
         None => check_compaction(&opts.policy, &entries, opts.trigger),
-        Some(url) => mnemo_guardian_server::client::RemoteGuardian::new(url)
-            .and_then(|g| g.check_compaction(&entries, opts.trigger))
-            .map_err(|e| {
-                BankError::Refused(format!(
-                    "cannot ask the Guardian, so nothing was compacted: {e}"
-                ))
-            })?,
+        Some(url) => {
+            mnemo_guardian_server::client::RemoteGuardian::connect(url, &opts.guardian_tls)
+                .and_then(|g| g.check_compaction(&entries, opts.trigger))
+                .map_err(|e| {
+                    BankError::Refused(format!(
+                        "cannot ask the Guardian, so nothing was compacted: {e}"
+                    ))
+                })?
+        }
     };
     if !decision.allowed() {
         return Err(BankError::Denied {

@@ -66,6 +66,27 @@ pub struct GuardianArgs {
         conflicts_with = "policy"
     )]
     guardian_url: Option<String>,
+    /// For an `https://` --guardian-url: trust the CAs of this PEM file
+    /// (default: the system's roots).
+    #[arg(long, value_name = "FILE", env = "MNEMO_GUARDIAN_CA")]
+    guardian_ca: Option<PathBuf>,
+    /// For an `https://` --guardian-url that asks for one: this PEM client
+    /// certificate (with --guardian-client-key).
+    #[arg(long, value_name = "FILE", requires = "guardian_client_key")]
+    guardian_client_cert: Option<PathBuf>,
+    /// The PEM private key of --guardian-client-cert.
+    #[arg(long, value_name = "FILE", requires = "guardian_client_cert")]
+    guardian_client_key: Option<PathBuf>,
+}
+
+impl GuardianArgs {
+    fn tls(&self) -> mnemo_guardian_server::client::ClientTls {
+        mnemo_guardian_server::client::ClientTls {
+            ca: self.guardian_ca.clone(),
+            cert: self.guardian_client_cert.clone(),
+            key: self.guardian_client_key.clone(),
+        }
+    }
 }
 
 /// Arguments of `mnemo compress`.
@@ -310,6 +331,7 @@ pub fn gate(args: GateArgs, global: &Global) -> Result<ExitCode> {
         date: date_or_today(args.date)?,
         feature: args.feature,
         policy: load_policy(args.guardian.policy.as_deref())?,
+        guardian_tls: args.guardian.tls(),
         guardian_url: args.guardian.guardian_url,
         trigger: Trigger::FrameworkInitiated,
         lock_timeout: LOCK_TIMEOUT,
@@ -341,6 +363,7 @@ pub fn compress(args: CompressArgs, global: &Global) -> Result<ExitCode> {
         date: date_or_today(args.date)?,
         feature: args.feature,
         policy: load_policy(args.guardian.policy.as_deref())?,
+        guardian_tls: args.guardian.tls(),
         guardian_url: args.guardian.guardian_url,
         trigger: Trigger::Manual,
         lock_timeout: LOCK_TIMEOUT,

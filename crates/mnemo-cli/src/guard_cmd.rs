@@ -52,6 +52,16 @@ pub enum GuardCommand {
         /// Address to listen on, e.g. 127.0.0.1:7717.
         #[arg(long, value_name = "ADDR")]
         listen: String,
+        /// Serve HTTPS with this PEM certificate chain (leaf first); needs
+        /// --tls-key.
+        #[arg(long, value_name = "FILE", requires = "tls_key")]
+        tls_cert: Option<PathBuf>,
+        /// The PEM private key of --tls-cert.
+        #[arg(long, value_name = "FILE", requires = "tls_cert")]
+        tls_key: Option<PathBuf>,
+        /// Require client certificates issued by a CA in this PEM file.
+        #[arg(long, value_name = "FILE", requires = "tls_cert")]
+        tls_client_ca: Option<PathBuf>,
         /// Policy and store.
         #[command(flatten)]
         opts: GuardArgs,
@@ -126,13 +136,33 @@ pub fn run_guard(cmd: GuardCommand, quiet: bool) -> anyhow::Result<ExitCode> {
             let mut output = stdout.lock();
             server::serve_stdio(&mut g, &mut input, &mut output)?;
         }
-        GuardCommand::Http { listen, opts } => {
+        GuardCommand::Http {
+            listen,
+            tls_cert,
+            tls_key,
+            tls_client_ca,
+            opts,
+        } => {
             let g = server::open_guardian(&opts.options(), Transport::Http, false)?;
-            server::serve_http(g, &listen, |addr| {
-                if !quiet {
-                    eprintln!("mnemo guard: listening on http://{addr}");
+            match (tls_cert, tls_key) {
+                (Some(cert), Some(key)) => {
+                    let tls = mnemo_guardian_server::tls::ServerTls {
+                        cert,
+                        key,
+                        client_ca: tls_client_ca,
+                    };
+                    server::serve_https(g, &listen, &tls, |addr| {
+                        if !quiet {
+                            eprintln!("mnemo guard: listening on https://{addr}");
+                        }
+                    })?;
                 }
-            })?;
+                _ => server::serve_http(g, &listen, |addr| {
+                    if !quiet {
+                        eprintln!("mnemo guard: listening on http://{addr}");
+                    }
+                })?,
+            }
         }
         GuardCommand::Check { opts } => {
             let mut g = server::open_guardian(&opts.options(), Transport::Stdio, true)?;

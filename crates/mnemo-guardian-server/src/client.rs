@@ -1,6 +1,7 @@
 //! A small client for a remote Guardian (`mnemo guard http`), for callers
 //! such as mnemo's bank compaction configured with a Guardian URL (the I/O
-//! edge: one HTTP/1.1 POST per request over `std::net`).
+//! edge: one HTTP/1.1 POST per request over `std::net`, inside TLS
+//! (rustls) for `https://` URLs).
 //!
 //! [`RemoteGuardian::check_compaction`] gives a remote Guardian the same facts
 //! as the in-process [`mnemo_guardian::check_compaction`]: in a fresh session it sends
@@ -27,9 +28,12 @@ use std::time::Duration;
 /// A client failure.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
-    /// The URL is not `http://host:port[/path]`.
-    #[error("guardian URL {0}: expected http://host:port[/path]")]
+    /// The URL is not `http(s)://host:port[/path]`.
+    #[error("guardian URL {0}: expected http://host:port[/path] or https://host:port[/path]")]
     Url(String),
+    /// The TLS configuration (CA or client certificate files) is unusable.
+    #[error("guardian TLS: {0}")]
+    Tls(#[from] crate::tls::TlsError),
     /// Network.
     #[error("guardian {url}: {source}")]
     Io {
@@ -58,6 +62,18 @@ pub enum ClientError {
     },
 }
 
+/// TLS files for an `https://` Guardian (all optional: without a CA the
+/// system's roots are trusted; a client certificate needs both files).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClientTls {
+    /// PEM file of the CAs to trust.
+    pub ca: Option<std::path::PathBuf>,
+    /// PEM client certificate chain.
+    pub cert: Option<std::path::PathBuf>,
+    /// PEM private key of `cert`.
+    pub key: Option<std::path::PathBuf>,
+}
+
 /// Largest response accepted.
 const MAX_RESPONSE: u64 = 4 << 20;
 
@@ -69,6 +85,10 @@ pub struct RemoteGuardian {
     path: String,
     timeout: Duration,
     hmac: Option<(String, Vec<u8>)>,
+    /// `https://`: the TLS configuration (`None` until set: the system's
+    /// roots are loaded per request).
+    https: bool,
+    tls: Option<std::sync::Arc<rustls::ClientConfig>>,
 }
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -97,11 +117,18 @@ pub fn new_uuid() -> String {
 }
 
 impl RemoteGuardian {
-    /// A client for `http://host:port[/path]` (timeout 5 s).
+    /// A client for `http://host:port[/path]` or `https://host:port[/path]`
+    /// (timeout 5 s; HTTPS trusts the system's roots unless
+    /// [`RemoteGuardian::with_tls`] names a CA).
     pub fn new(url: &str) -> Result<Self, ClientError> {
-        let rest = url
-            .strip_prefix("http://")
-            .ok_or_else(|| ClientError::Url(url.into()))?;
+        let (https, rest) = match url.strip_prefix("https://") {
+            Some(rest) => (true, rest),
+            None => (
+                false,
+                url.strip_prefix("http://")
+                    .ok_or_else(|| ClientError::Url(url.into()))?,
+            ),
+        };
         let (host, path) = match rest.find('/') {
             Some(i) => (&rest[..i], &rest[i..]),
             None => (rest, "/"),
@@ -115,7 +142,41 @@ impl RemoteGuardian {
             path: path.into(),
             timeout: Duration::from_secs(5),
             hmac: None,
+            https,
+            tls: None,
         })
+    }
+
+    /// A client for `url` with the TLS files of `tls` (used for `https://`
+    /// only; a client certificate without its key, or the reverse, is an
+    /// error).
+    pub fn connect(url: &str, tls: &ClientTls) -> Result<Self, ClientError> {
+        let g = RemoteGuardian::new(url)?;
+        if !g.https || *tls == ClientTls::default() {
+            return Ok(g);
+        }
+        let identity = match (&tls.cert, &tls.key) {
+            (Some(c), Some(k)) => Some((c.as_path(), k.as_path())),
+            (None, None) => None,
+            _ => {
+                return Err(ClientError::Tls(crate::tls::TlsError::Config(
+                    "a client certificate needs both its certificate and its key file".into(),
+                )));
+            }
+        };
+        g.with_tls(tls.ca.as_deref(), identity)
+    }
+
+    /// For `https://`: trusts the CAs of the PEM file `ca` (else the
+    /// system's roots) and presents `identity` (certificate chain and key
+    /// PEM files) when the Guardian asks for a client certificate.
+    pub fn with_tls(
+        mut self,
+        ca: Option<&std::path::Path>,
+        identity: Option<(&std::path::Path, &std::path::Path)>,
+    ) -> Result<Self, ClientError> {
+        self.tls = Some(crate::tls::client_config(ca, identity)?);
+        Ok(self)
     }
 
     /// Signs every request with HMAC-SHA256 under the per-session key
@@ -173,7 +234,7 @@ impl RemoteGuardian {
             .map_err(|e| self.io(e))?
             .next()
             .ok_or_else(|| self.protocol("cannot resolve host"))?;
-        let mut stream = TcpStream::connect_timeout(&addr, self.timeout).map_err(|e| self.io(e))?;
+        let stream = TcpStream::connect_timeout(&addr, self.timeout).map_err(|e| self.io(e))?;
         stream
             .set_read_timeout(Some(self.timeout))
             .map_err(|e| self.io(e))?;
@@ -181,6 +242,27 @@ impl RemoteGuardian {
             .set_write_timeout(Some(self.timeout))
             .map_err(|e| self.io(e))?;
         let _ = stream.set_nodelay(true);
+        if !self.https {
+            return self.exchange(stream, &body);
+        }
+        let config = match &self.tls {
+            Some(c) => c.clone(),
+            None => crate::tls::client_config(None, None)?,
+        };
+        let name = self
+            .host
+            .rsplit_once(':')
+            .map_or(self.host.as_str(), |(h, _)| h);
+        let name = name.trim_start_matches('[').trim_end_matches(']');
+        let name = rustls::pki_types::ServerName::try_from(name.to_string())
+            .map_err(|_| ClientError::Url(self.url.clone()))?;
+        let conn = rustls::ClientConnection::new(config, name)
+            .map_err(|e| self.protocol(format!("TLS: {e}")))?;
+        self.exchange(rustls::StreamOwned::new(conn, stream), &body)
+    }
+
+    /// Writes one request on `stream` and reads its answer.
+    fn exchange<S: Read + Write>(&self, mut stream: S, body: &str) -> Result<Value, ClientError> {
         let head = format!(
             "POST {} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
             self.path,
@@ -189,6 +271,7 @@ impl RemoteGuardian {
         );
         stream.write_all(head.as_bytes()).map_err(|e| self.io(e))?;
         stream.write_all(body.as_bytes()).map_err(|e| self.io(e))?;
+        stream.flush().map_err(|e| self.io(e))?;
         let mut reader = BufReader::new(stream.take(MAX_RESPONSE));
         let mut status = String::new();
         reader.read_line(&mut status).map_err(|e| self.io(e))?;

@@ -1,9 +1,10 @@
 //! The Guardian's HTTP/1.1 transport on `hyper` (the I/O edge).
 //!
-//! Shape: one `tokio` thread accepts connections and runs `hyper` for each;
-//! one decider thread owns the [`Guardian`]. A connection's task reads a
-//! request, checks its limits, parses the JSON and hands it over a channel
-//! to the decider, which drains everything queued (up to [`MAX_BATCH`]) and
+//! Shape: one single-threaded `tokio` runtime accepts connections and runs
+//! `hyper` for each; one decider task on it owns the [`Guardian`]. A
+//! connection's task reads a request, checks its limits, parses the JSON
+//! and hands it over a channel to the decider, which drains everything
+//! queued (up to [`MAX_BATCH`]) and
 //! decides it in one store transaction (group commit, arrival order), then
 //! answers each request through its own one-shot channel. `hyper` answers a
 //! connection's pipelined requests one after another, in order.
@@ -99,9 +100,6 @@ where
 {
     let max_body = g.config().max_request_bytes;
     let (tx, rx) = mpsc::channel::<Job>(4 * MAX_BATCH);
-    let decider = std::thread::Builder::new()
-        .name("guardian-decider".into())
-        .spawn(move || decide_loop(g, rx))?;
     // The budget must admit the largest allowed body.
     let body_kib = u32::try_from(max_body.div_ceil(1024).saturating_add(1)).unwrap_or(u32::MAX / 2);
     let budget_kib = u32::try_from(limits.inflight_bytes.div_ceil(1024))
@@ -119,7 +117,9 @@ where
         .build()?;
     listener.set_nonblocking(true)?;
     let wrap = Arc::new(wrap);
-    let result = rt.block_on(async move {
+    rt.block_on(async move {
+        // The decider runs on this thread too: no cross-thread wake-ups.
+        tokio::spawn(decide_loop(g, rx));
         let listener = tokio::net::TcpListener::from_std(listener)?;
         let conns = Arc::new(Semaphore::new(limits.max_connections));
         loop {
@@ -149,16 +149,18 @@ where
                 drop(permit);
             });
         }
-    });
-    drop(decider);
-    result
+    })
 }
 
-/// Owns the Guardian: decides whatever is queued, in one transaction.
-fn decide_loop<S: SessionStore>(mut g: Guardian<S>, mut rx: mpsc::Receiver<Job>) {
+/// Owns the Guardian: decides whatever is queued, in one transaction. It
+/// is a task of the same single-threaded runtime as the connections, so it
+/// runs after every connection that was ready has queued its request (the
+/// batch is what one turn of the runtime read, as in an event loop), and
+/// the store's work blocks the runtime only while it decides.
+async fn decide_loop<S: SessionStore>(mut g: Guardian<S>, mut rx: mpsc::Receiver<Job>) {
     let mut requests = Vec::with_capacity(MAX_BATCH);
     let mut replies = Vec::with_capacity(MAX_BATCH);
-    while let Some(job) = rx.blocking_recv() {
+    while let Some(job) = rx.recv().await {
         requests.push(job.request);
         replies.push(job.reply);
         while requests.len() < MAX_BATCH {

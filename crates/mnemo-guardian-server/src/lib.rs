@@ -5,8 +5,8 @@
 //! **Owns:** Content-Length framing ([`framing`]), the HTTP server on
 //! `hyper` ([`http`]: one decider thread decides whatever is queued in one
 //! store transaction; total memory bounded), the stdio server and the
-//! one-shot `check` ([`server`]), and a client for a remote Guardian
-//! ([`client`]).
+//! one-shot `check` ([`server`]), TLS with rustls ([`tls`]), and a client
+//! for a remote Guardian over HTTP or HTTPS ([`client`]).
 //!
 //! **Must never:** decide (every answer comes from `Guardian::handle`),
 //! buffer without bound for a client that sends or never reads, or let one
@@ -16,6 +16,7 @@ pub mod client;
 pub mod framing;
 pub mod http;
 pub mod server;
+pub mod tls;
 
 pub use mnemo_guardian_store::{DynStore, GuardOptions, OpenError};
 pub use server::ServeError;

@@ -74,6 +74,43 @@ pub fn serve_listener(g: Guardian<DynStore>, listener: TcpListener) -> Result<()
     serve_listener_with(g, listener, HttpLimits::default())
 }
 
+/// Binds `addr` and serves HTTPS (TLS with the files of `tls`) until the
+/// process ends. The certificate files are read before binding, so a bad
+/// file is reported at start-up.
+pub fn serve_https(
+    g: Guardian<DynStore>,
+    addr: &str,
+    tls: &crate::tls::ServerTls,
+    on_ready: impl FnOnce(std::net::SocketAddr),
+) -> Result<(), ServeError> {
+    let config = tls
+        .config()
+        .map_err(|e| ServeError::Config(e.to_string()))?;
+    let addr = addr
+        .to_socket_addrs()?
+        .next()
+        .ok_or_else(|| ServeError::Config(format!("cannot resolve {addr}")))?;
+    let listener = TcpListener::bind(addr)?;
+    on_ready(listener.local_addr()?);
+    serve_tls_listener(g, listener, config, HttpLimits::default())
+}
+
+/// Serves HTTPS on an already bound listener with a rustls configuration.
+/// A failed handshake drops that connection only.
+pub fn serve_tls_listener(
+    g: Guardian<DynStore>,
+    listener: TcpListener,
+    config: std::sync::Arc<rustls::ServerConfig>,
+    limits: HttpLimits,
+) -> Result<(), ServeError> {
+    let acceptor = tokio_rustls::TlsAcceptor::from(config);
+    crate::http::serve(g, listener, limits, move |s| {
+        let accept = acceptor.accept(s);
+        async move { accept.await.ok() }
+    })?;
+    Ok(())
+}
+
 /// [`serve_listener`] with explicit limits.
 pub fn serve_listener_with(
     g: Guardian<DynStore>,

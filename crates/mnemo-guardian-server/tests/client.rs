@@ -93,7 +93,7 @@ fn remote_with_hmac_and_errors() {
             .allowed()
     );
     assert!(matches!(
-        RemoteGuardian::new("https://x:1"),
+        RemoteGuardian::new("ftp://x:1"),
         Err(ClientError::Url(_))
     ));
     assert!(matches!(

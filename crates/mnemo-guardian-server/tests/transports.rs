@@ -408,3 +408,62 @@ fn http_many_concurrent_clients_each_get_their_own_answers() {
         prev = Some(h);
     }
 }
+
+#[test]
+fn http_bodies_wait_for_the_shared_in_flight_budget() {
+    let policy = Policy::default();
+    let mut config = GuardianConfig::from_policy(&policy);
+    config.transport = Transport::Http;
+    config.require_handshake = false;
+    config.max_request_bytes = 64 * 1024;
+    let guardian = Guardian::new(
+        policy,
+        config,
+        Box::new(MemoryStore::new()) as server::DynStore,
+    );
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    // A budget of one maximal body: a second large body waits for the first.
+    let limits = server::HttpLimits {
+        inflight_bytes: 0,
+        ..server::HttpLimits::default()
+    };
+    std::thread::spawn(move || server::serve_listener_with(guardian, listener, limits));
+    let body = format!("\"{}\"", "x".repeat(60 * 1024));
+    let head = format!("POST / HTTP/1.1\r\nContent-Length: {}\r\n\r\n", body.len());
+    // A holds the budget: its head and half its body.
+    let mut a = TcpStream::connect(addr).unwrap();
+    a.write_all(head.as_bytes()).unwrap();
+    a.write_all(&body.as_bytes()[..body.len() / 2]).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    // B sends a whole request and is not answered while A holds the budget.
+    let mut b = TcpStream::connect(addr).unwrap();
+    b.write_all(head.as_bytes()).unwrap();
+    b.write_all(body.as_bytes()).unwrap();
+    b.set_read_timeout(Some(std::time::Duration::from_millis(500)))
+        .unwrap();
+    let mut byte = [0u8; 1];
+    assert!(
+        b.read(&mut byte).is_err(),
+        "answered while the budget was held"
+    );
+    // A small request is not held up: health checks read no body.
+    let mut h = TcpStream::connect(addr).unwrap();
+    let mut hr = BufReader::new(h.try_clone().unwrap());
+    h.write_all(b"GET /health HTTP/1.1\r\n\r\n").unwrap();
+    assert_eq!(read_response(&mut hr).1, b"ok");
+    // A finishes: both are answered (a JSON string is not a request: -32600).
+    a.write_all(&body.as_bytes()[body.len() / 2..]).unwrap();
+    let mut ar = BufReader::new(a.try_clone().unwrap());
+    let (st, _) = read_response(&mut ar);
+    assert_eq!(st, "HTTP/1.1 200 OK");
+    b.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    let mut br = BufReader::new(b.try_clone().unwrap());
+    br.get_mut()
+        .set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    // The byte read above failed, so nothing of B's answer was consumed.
+    let (st, _) = read_response(&mut br);
+    assert_eq!(st, "HTTP/1.1 200 OK");
+}
