@@ -151,8 +151,9 @@ fn report(half: &str, sc: &Score) {
 }
 
 /// Committed thresholds: (least secrets found, most false positives).
-const HELDOUT_MIN: (usize, usize) = (20, 2);
-const TUNING_MIN: (usize, usize) = (3, 3);
+/// Before the issue-13 rules: held-out 20/33 and 2, tuning 3/19 and 3.
+const HELDOUT_MIN: (usize, usize) = (32, 2);
+const TUNING_MIN: (usize, usize) = (19, 0);
 /// Most findings on the cargo-registry corpus (all false).
 const CORPUS_MAX_FINDINGS: usize = 1;
 /// Budget of the corpus.
