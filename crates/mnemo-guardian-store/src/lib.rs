@@ -20,6 +20,7 @@
 //! transaction.
 
 pub mod open;
+pub mod read;
 pub mod scrubbed;
 pub mod sqlite;
 
