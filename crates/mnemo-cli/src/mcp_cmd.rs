@@ -61,7 +61,7 @@ pub fn run(global: &Global) -> Result<ExitCode> {
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(async {
-        match rmcp::ServiceExt::serve(server, rmcp::transport::stdio()).await {
+        match rmcp::ServiceExt::serve(server, mnemo_mcp::stdio_transport()).await {
             Ok(running) => running
                 .waiting()
                 .await

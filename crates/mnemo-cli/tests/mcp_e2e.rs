@@ -119,3 +119,89 @@ fn raw_stdio_frames_only() {
     );
     assert_eq!(by_id(4)["result"]["structuredContent"]["status"], "stored");
 }
+
+/// Issue 13 item 6: a request of 16 MiB or more is answered with an error
+/// (with its id, first or last in the object), not dropped; the server goes
+/// on answering.
+#[test]
+fn an_oversized_request_is_answered_with_an_error() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    let home = tempfile::tempdir().unwrap();
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("mnemo"))
+        .arg("mcp")
+        .current_dir(home.path())
+        .env("MNEMO_HOME", home.path().join("mnemo-home"))
+        .env("HOME", home.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel::<serde_json::Value>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            let v = serde_json::from_str(&line).unwrap_or(serde_json::Value::Null);
+            if tx.send(v).is_err() {
+                break;
+            }
+        }
+    });
+    let big = "a".repeat(16 * 1024 * 1024);
+    let writer = std::thread::spawn(move || {
+        let lines = [
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#.to_string(),
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_string(),
+            // The id last, as the TypeScript SDK writes it.
+            format!(r#"{{"method":"tools/call","params":{{"name":"scrub","arguments":{{"text":"{big}"}}}},"jsonrpc":"2.0","id":5}}"#),
+            // The id first, and twice the limit.
+            format!(r#"{{"jsonrpc":"2.0","id":"six","method":"tools/call","params":{{"name":"scrub","arguments":{{"text":"{big}{big}"}}}}}}"#),
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#.to_string(),
+        ];
+        for l in lines {
+            if writeln!(stdin, "{l}").is_err() {
+                break;
+            }
+        }
+        stdin
+    });
+    let mut answers = Vec::new();
+    while answers.len() < 4 {
+        match rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(v) => answers.push(v),
+            Err(_) => {
+                let _ = child.kill();
+                let ids: Vec<_> = answers.iter().map(|a| a["id"].clone()).collect();
+                panic!("no answer within 60 s; answered ids so far: {ids:?}");
+            }
+        }
+    }
+    drop(writer.join().unwrap());
+    let _ = child.wait();
+    let by_id = |id: serde_json::Value| {
+        answers
+            .iter()
+            .find(|f| f["id"] == id)
+            .unwrap_or_else(|| panic!("no answer to request {id}"))
+            .clone()
+    };
+    for id in [serde_json::json!(5), serde_json::json!("six")] {
+        let a = by_id(id);
+        assert_eq!(a["error"]["code"], -32600, "{a}");
+        let msg = a["error"]["message"].as_str().unwrap();
+        assert!(msg.contains("16777216-byte limit"), "{msg}");
+    }
+    assert_eq!(
+        by_id(serde_json::json!(7))["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .len(),
+        10
+    );
+}

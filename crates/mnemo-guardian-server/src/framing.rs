@@ -3,7 +3,17 @@
 //! `Content-Length: N\r\n` (other headers ignored) `\r\n` then N bytes.
 //! Header lines are bounded, the claimed length is checked against a maximum
 //! before anything is allocated, and an oversized body is skipped in small
-//! chunks so the stream stays in sync.
+//! chunks so the stream stays in sync — up to [`MAX_SKIP`]; a claim beyond
+//! that (`Content-Length: 1000000000000`) is answered at once, without
+//! waiting for bytes that will never come.
+//!
+//! **Resynchronisation.** A frame starts at a header line (`Name: value`,
+//! the name of letters, digits, `-` and `_`). Anything else where a frame
+//! should start — the body of a frame whose `Content-Length` was invalid
+//! (`-5`), the rest of an unbelievable body, stray bytes — is skipped up to
+//! the next `Content-Length:` (found inside a line too: a body without a
+//! line end runs into the next frame's first header line), so one bad frame
+//! costs one error answer and never the frames after it.
 
 use std::io::{self, BufRead, Read, Write};
 
@@ -11,6 +21,9 @@ use std::io::{self, BufRead, Read, Write};
 pub const MAX_HEADER_LINE: usize = 8 * 1024;
 /// Most header lines in one frame.
 pub const MAX_HEADERS: usize = 32;
+/// Largest oversized body skipped byte for byte; a larger claim is answered
+/// at once and what follows is resynchronised.
+pub const MAX_SKIP: u64 = 64 * 1024 * 1024;
 
 /// One read from a framed stream.
 #[derive(Debug, PartialEq, Eq)]
@@ -28,6 +41,19 @@ pub enum Frame {
 /// Reads one line of at most `MAX_HEADER_LINE` bytes (without the line end).
 /// Returns `Ok(None)` at EOF before any byte, `Err(InvalidData)` when too long.
 fn read_line_bounded<R: BufRead>(r: &mut R) -> io::Result<Option<Vec<u8>>> {
+    match read_line_tail(r)? {
+        None => Ok(None),
+        Some((line, false)) => Ok(Some(line)),
+        Some((_, true)) => Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "header line too long",
+        )),
+    }
+}
+
+/// Reads one line; of a line longer than `MAX_HEADER_LINE` only its last
+/// `MAX_HEADER_LINE` bytes are kept (flagged `true`). Without the line end.
+fn read_line_tail<R: BufRead>(r: &mut R) -> io::Result<Option<(Vec<u8>, bool)>> {
     let mut line = Vec::new();
     let mut too_long = false;
     loop {
@@ -42,30 +68,42 @@ fn read_line_bounded<R: BufRead>(r: &mut R) -> io::Result<Option<Vec<u8>>> {
             Some(i) => (i + 1, true),
             None => (buf.len(), false),
         };
-        if !too_long {
-            let room = MAX_HEADER_LINE.saturating_sub(line.len());
-            if take > room + 1 {
-                too_long = true;
-                line.clear();
-            } else {
-                line.extend_from_slice(&buf[..take]);
-            }
-        }
+        line.extend_from_slice(&buf[..take]);
         r.consume(take);
+        if line.len() > 2 * MAX_HEADER_LINE {
+            too_long = true;
+            line.drain(..line.len() - MAX_HEADER_LINE);
+        }
         if done {
             break;
         }
     }
-    if too_long {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            "header line too long",
-        ));
-    }
     while matches!(line.last(), Some(b'\n' | b'\r')) {
         line.pop();
     }
-    Ok(Some(line))
+    if line.len() > MAX_HEADER_LINE {
+        too_long = true;
+        line.drain(..line.len() - MAX_HEADER_LINE);
+    }
+    Ok(Some((line, too_long)))
+}
+
+/// Whether `line` has the shape of a header line: a name of letters,
+/// digits, `-` and `_`, then `:`.
+fn is_header_line(line: &[u8]) -> bool {
+    let name = line.iter().take_while(|&&b| b != b':').count();
+    name > 0
+        && name < line.len()
+        && line[..name]
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || *b == b'-' || *b == b'_')
+}
+
+/// Where `Content-Length:` starts in `line`, ignoring case.
+fn find_content_length(line: &[u8]) -> Option<usize> {
+    const NEEDLE: &[u8] = b"content-length:";
+    line.windows(NEEDLE.len())
+        .position(|w| w.eq_ignore_ascii_case(NEEDLE))
 }
 
 /// Reads one frame. I/O errors other than malformed input are returned.
@@ -75,6 +113,25 @@ pub fn read_frame<R: BufRead>(r: &mut R, max_body: usize) -> io::Result<Frame> {
     let mut count = 0usize;
     let mut started = false;
     loop {
+        if !started {
+            // Where a frame should start: skip to its first header line.
+            let Some((line, _)) = read_line_tail(r)? else {
+                return Ok(Frame::Eof);
+            };
+            let line = if line.is_empty() || is_header_line(&line) {
+                line
+            } else if let Some(at) = find_content_length(&line) {
+                line[at..].to_vec()
+            } else {
+                continue; // not a frame: skipped
+            };
+            if line.is_empty() {
+                continue; // tolerate blank lines between frames
+            }
+            started = true;
+            parse_header(&line, &mut count, &mut length, &mut problem);
+            continue;
+        }
         let line = match read_line_bounded(r) {
             Ok(Some(l)) => l,
             Ok(None) => {
@@ -92,30 +149,9 @@ pub fn read_frame<R: BufRead>(r: &mut R, max_body: usize) -> io::Result<Frame> {
             Err(e) => return Err(e),
         };
         if line.is_empty() {
-            if !started {
-                continue; // tolerate blank lines between frames
-            }
             break;
         }
-        started = true;
-        count += 1;
-        if count > MAX_HEADERS {
-            problem.get_or_insert_with(|| "too many header lines".into());
-            continue;
-        }
-        let text = String::from_utf8_lossy(&line);
-        let Some((name, value)) = text.split_once(':') else {
-            problem.get_or_insert_with(|| format!("malformed header line {text:?}"));
-            continue;
-        };
-        if name.trim().eq_ignore_ascii_case("content-length") {
-            match value.trim().parse::<u64>() {
-                Ok(n) => length = Some(n),
-                Err(_) => {
-                    problem.get_or_insert_with(|| format!("bad Content-Length {:?}", value.trim()));
-                }
-            }
-        }
+        parse_header(&line, &mut count, &mut length, &mut problem);
     }
     if let Some(p) = problem {
         return Ok(Frame::Malformed(p));
@@ -124,6 +160,11 @@ pub fn read_frame<R: BufRead>(r: &mut R, max_body: usize) -> io::Result<Frame> {
         return Ok(Frame::Malformed("missing Content-Length".into()));
     };
     if len > max_body as u64 {
+        if len > MAX_SKIP {
+            // Not believable: answer now; the resynchronisation skips
+            // whatever of it does come.
+            return Ok(Frame::TooLarge(len));
+        }
         let skipped = io::copy(&mut r.take(len), &mut io::sink())?;
         if skipped < len {
             return Ok(Frame::Eof);
@@ -137,6 +178,33 @@ pub fn read_frame<R: BufRead>(r: &mut R, max_body: usize) -> io::Result<Frame> {
             Ok(Frame::Malformed("end of stream inside body".into()))
         }
         Err(e) => Err(e),
+    }
+}
+
+/// Takes one header line.
+fn parse_header(
+    line: &[u8],
+    count: &mut usize,
+    length: &mut Option<u64>,
+    problem: &mut Option<String>,
+) {
+    *count += 1;
+    if *count > MAX_HEADERS {
+        problem.get_or_insert_with(|| "too many header lines".into());
+        return;
+    }
+    let text = String::from_utf8_lossy(line);
+    let Some((name, value)) = text.split_once(':') else {
+        problem.get_or_insert_with(|| format!("malformed header line {text:?}"));
+        return;
+    };
+    if name.trim().eq_ignore_ascii_case("content-length") {
+        match value.trim().parse::<u64>() {
+            Ok(n) => *length = Some(n),
+            Err(_) => {
+                problem.get_or_insert_with(|| format!("bad Content-Length {:?}", value.trim()));
+            }
+        }
     }
 }
 
@@ -171,6 +239,10 @@ mod tests {
     #[test]
     fn huge_and_malformed() {
         let mut c = Cursor::new(b"Content-Length: 99999999999999\r\n\r\nabc".to_vec());
+        assert_eq!(
+            read_frame(&mut c, 100).ok(),
+            Some(Frame::TooLarge(99_999_999_999_999))
+        );
         assert_eq!(read_frame(&mut c, 100).ok(), Some(Frame::Eof));
         let mut data = b"Content-Length: 200\r\n\r\n".to_vec();
         data.extend(std::iter::repeat_n(b'x', 200));
@@ -187,6 +259,23 @@ mod tests {
         let mut long = vec![b'a'; MAX_HEADER_LINE * 3];
         long.extend(b"\r\n\r\n");
         let mut c = Cursor::new(long);
+        // A long junk line where a frame should start is skipped.
+        assert_eq!(read_frame(&mut c, 100).ok(), Some(Frame::Eof));
+        let mut long = b"Content-Length: 2\r\n".to_vec();
+        long.extend(vec![b'a'; MAX_HEADER_LINE * 3]);
+        long.extend(b"\r\n\r\n");
+        let mut c = Cursor::new(long);
         assert!(matches!(read_frame(&mut c, 100), Ok(Frame::Malformed(_))));
+    }
+
+    #[test]
+    fn a_body_without_line_end_runs_into_the_next_header() {
+        let mut c =
+            Cursor::new(b"Content-Length: -5\r\n\r\n{\"x\":1}content-length: 2\r\n\r\n{}".to_vec());
+        assert!(matches!(read_frame(&mut c, 100), Ok(Frame::Malformed(m)) if m.contains("-5")));
+        assert_eq!(
+            read_frame(&mut c, 100).ok(),
+            Some(Frame::Body(b"{}".to_vec()))
+        );
     }
 }

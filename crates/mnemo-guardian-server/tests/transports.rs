@@ -125,14 +125,109 @@ fn stdio_survives_malformed_and_huge_frames() {
     let mut out = Vec::new();
     server::serve_stdio(&mut g, &mut Cursor::new(input), &mut out).unwrap();
     let r = read_frames(&out);
-    assert_eq!(r.len(), 1);
+    assert_eq!(r.len(), 2);
     assert_eq!(r[0]["result"]["payload"]["selected_transport"], "stdio");
+    assert_eq!(
+        r[1]["error"]["code"], -32600,
+        "an unbelievable length is answered"
+    );
     let mut out = Vec::new();
     server::serve_stdio(&mut g, &mut Cursor::new(input2), &mut out).unwrap();
     let r = read_frames(&out);
     let codes: Vec<Value> = r.iter().map(|x| x["error"]["code"].clone()).collect();
     assert_eq!(codes[..3], [json!(-32700), json!(-32700), json!(-32600)]);
     assert_eq!(r[3]["result"]["decision"], "allow");
+}
+
+fn hello_guardian() -> (Guardian<MemoryStore>, Vec<u8>) {
+    let g = Guardian::new(
+        Policy::default(),
+        GuardianConfig {
+            max_request_bytes: 4096,
+            ..GuardianConfig::default()
+        },
+        MemoryStore::new(),
+    );
+    let hello = req(
+        1,
+        "handshake/hello",
+        json!({"acs_versions_supported": ["0.1.0"], "methods_implemented": ["steps/toolCallResult"],
+        "transports_supported": ["stdio"], "provenance_producer": "deterministic"}),
+    );
+    (g, frame(hello.to_string().as_bytes()))
+}
+
+/// Issue 13 item 7: a frame with `Content-Length: -5` and its body cost
+/// one error answer, not the next two frames.
+#[test]
+fn stdio_resynchronises_after_a_negative_length() {
+    let (mut g, mut input) = hello_guardian();
+    input.extend(b"Content-Length: -5\r\n\r\n");
+    input.extend(tool(3).to_string().as_bytes()); // its body, no line end
+    input.extend(frame(tool(4).to_string().as_bytes()));
+    input.extend(frame(tool(5).to_string().as_bytes()));
+    // Pretty-printed junk with line ends between frames is skipped too.
+    input.extend(b"{\n  \"jsonrpc\": \"2.0\",\n  \"id\": 9\n}\n");
+    input.extend(frame(tool(6).to_string().as_bytes()));
+    let mut out = Vec::new();
+    server::serve_stdio(&mut g, &mut Cursor::new(input), &mut out).unwrap();
+    let r = read_frames(&out);
+    assert_eq!(r.len(), 5, "{r:?}");
+    assert_eq!(r[1]["error"]["code"], -32700);
+    assert!(r[1]["error"]["message"].as_str().unwrap().contains("-5"));
+    for (i, id) in [(2, 4), (3, 5), (4, 6)] {
+        assert_eq!(r[i]["id"], id, "{r:?}");
+        assert_eq!(r[i]["result"]["decision"], "allow", "{r:?}");
+    }
+}
+
+/// Issue 13 item 7: `Content-Length: 10^12` on an open stream is answered at
+/// once (the client does not wait for an answer that needs a terabyte), and
+/// the next frame is answered too.
+#[test]
+fn stdio_answers_an_unbelievable_length_without_waiting() {
+    use std::sync::mpsc;
+    use std::time::Duration;
+    let (mut g, hello) = hello_guardian();
+    let (reader, mut writer) = std::io::pipe().unwrap();
+    let (out_r, out_w) = std::io::pipe().unwrap();
+    std::thread::spawn(move || {
+        let mut out_w = out_w;
+        let _ = server::serve_stdio(&mut g, &mut BufReader::new(reader), &mut out_w);
+    });
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut r = BufReader::new(out_r);
+        while let Ok(mnemo_guardian_server::framing::Frame::Body(b)) =
+            mnemo_guardian_server::framing::read_frame(&mut r, 1 << 20)
+        {
+            if tx
+                .send(serde_json::from_slice::<Value>(&b).unwrap())
+                .is_err()
+            {
+                break;
+            }
+        }
+    });
+    writer.write_all(&hello).unwrap();
+    writer
+        .write_all(b"Content-Length: 1000000000000\r\n\r\n")
+        .unwrap();
+    writer.flush().unwrap();
+    let first = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert_eq!(first["result"]["payload"]["selected_transport"], "stdio");
+    let answer = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the 10^12 claim must be answered while the stream stays open");
+    assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    writer
+        .write_all(&frame(tool(7).to_string().as_bytes()))
+        .unwrap();
+    writer.flush().unwrap();
+    let next = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert_eq!(next["id"], 7);
+    assert_eq!(next["result"]["decision"], "allow", "{next}");
+    drop(writer);
 }
 
 fn http_roundtrip(

@@ -19,6 +19,7 @@
 //! tool errors with `isError: true` and a clear message). It uses no
 //! `unsafe`.
 
+pub mod limit;
 pub mod server;
 pub mod store;
 
@@ -43,7 +44,7 @@ pub enum ServeError {
 /// Serves MCP on stdin/stdout until the client closes the connection.
 pub async fn serve_stdio(server: MnemoServer) -> Result<(), ServeError> {
     let running = server
-        .serve(rmcp::transport::stdio())
+        .serve(stdio_transport())
         .await
         .map_err(|e| ServeError::Initialize(e.to_string()))?;
     running
@@ -51,4 +52,13 @@ pub async fn serve_stdio(server: MnemoServer) -> Result<(), ServeError> {
         .await
         .map_err(|e| ServeError::Join(e.to_string()))?;
     Ok(())
+}
+
+/// stdin behind the message size limit ([`limit::limit_lines`]) and stdout:
+/// the transport of `mnemo mcp`. Call it inside a Tokio runtime.
+pub fn stdio_transport() -> (tokio::io::DuplexStream, tokio::io::Stdout) {
+    (
+        limit::limit_lines(tokio::io::stdin(), limit::MAX_MESSAGE_BYTES),
+        tokio::io::stdout(),
+    )
 }

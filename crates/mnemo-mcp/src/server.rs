@@ -791,4 +791,29 @@ impl ServerHandler for MnemoServer {
             .with_server_info(Implementation::new("mnemo", env!("CARGO_PKG_VERSION")))
             .with_instructions(INSTRUCTIONS)
     }
+
+    /// The stand-in for a message over the size limit
+    /// ([`crate::limit::limit_lines`]) is answered with an error naming the
+    /// limit; any other unknown method is `Method not found`.
+    async fn on_custom_request(
+        &self,
+        request: rmcp::model::CustomRequest,
+        _context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::CustomResult, rmcp::model::ErrorData> {
+        if request.method == crate::limit::TOO_LARGE_METHOD {
+            let params = request
+                .params
+                .as_ref()
+                .and_then(serde_json::Value::as_object);
+            return Err(rmcp::model::ErrorData::invalid_request(
+                crate::limit::too_large_error(params),
+                None,
+            ));
+        }
+        Err(rmcp::model::ErrorData::new(
+            rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+            request.method,
+            None,
+        ))
+    }
 }

@@ -447,7 +447,7 @@ fn looks_like_code(hay: &[u8], s: usize, e: usize) -> bool {
     let v = v.strip_suffix(b"?").unwrap_or(v);
     let path_chars = v
         .iter()
-        .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b':' | b'!'));
+        .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b':' | b'!' | b'?'));
     let has_path = v.windows(2).any(|w| {
         (w[0] == b'.' || w[0] == b':') && (w[1].is_ascii_alphabetic() || w[1] == b'_')
             || w[0].is_ascii_alphabetic() && w[1] == b'.'
@@ -455,8 +455,21 @@ fn looks_like_code(hay: &[u8], s: usize, e: usize) -> bool {
     if path_chars && has_path && v.first().is_some_and(u8::is_ascii_alphabetic) {
         // `self.password`, `config::TOKEN`, `os.environ`, `crate::__u32`
         // (but not `a1.b2c3d4`)
+        // `a?.b` (optional chaining) included; every segment must be
+        // shaped like an identifier (`pass.EC1Bn4XQv` is a value).
         let digits = v.iter().filter(|b| b.is_ascii_digit()).count();
-        if digits * 4 < v.len() {
+        let segments_named = v
+            .split(|b| matches!(b, b'.' | b':' | b'?' | b'!'))
+            .filter(|seg| !seg.is_empty())
+            .all(|seg| {
+                let letters: Vec<u8> = seg
+                    .iter()
+                    .copied()
+                    .filter(|b| b.is_ascii_alphabetic())
+                    .collect();
+                identifier_shape(&letters)
+            });
+        if digits * 4 < v.len() && segments_named {
             return true;
         }
     }
@@ -467,6 +480,15 @@ fn looks_like_code(hay: &[u8], s: usize, e: usize) -> bool {
     {
         // `_bindgen_ty_3`: a type or constant name
         return true;
+    }
+    if spaced
+        && v.len() >= 10
+        && v.iter().all(u8::is_ascii_lowercase)
+        && matches!(hay.get(e).copied(), None | Some(b'\n' | b'\r'))
+    {
+        // `bindPassword: correcthorsebattery` ending its line: a lowercase
+        // word of ten letters or more is a value, not a type or a variable
+        return false;
     }
     spaced && letters_only && identifier_shape(v)
 }

@@ -1,0 +1,5 @@
+storage_connection_string = "DefaultEndpointsProtocol=https;AccountName=acmeprod;AccountKey=sBwkWxzpt51ZOGCQJSl0ymPFmtXt3HRJw4adIpphesPYYLfk59Y3AhL7VxwNwOOkO6tDEGcwUyduXjl/UQATKw==;EndpointSuffix=core.windows.net"
+slack_bot_token = "xoxb-33105695786-4547558989360-B319dus4lpxpbl2tbF3I38uq"
+stripe_secret = "sk_live_a4Gsp2URlPr0IoMxOqDR3MyjCa1yTTgubv"
+backup_url = "https://acmeprod.blob.core.windows.net/backups?sv=2022-11-02&ss=b&srt=co&sp=rl&se=2027-01-01T00:00:00Z&sig=vEW346j9T8POvYAfXpFO17a_MZj6yIZkgmxPqGuKAnw"
+region = "westeurope"
