@@ -55,6 +55,31 @@ pub enum BankError {
         /// Why.
         message: String,
     },
+    /// A target of a commit cannot be replaced (checked before anything is
+    /// written).
+    #[error("{}: {problem}; nothing was written", path.display())]
+    Target {
+        /// The target (or the directory on its way).
+        path: PathBuf,
+        /// What stands in the way.
+        problem: String,
+        /// What to do.
+        hint: String,
+    },
+    /// A step after the commit point failed and the commit was undone.
+    #[error("{cause}; the commit was rolled back, the bank is as it was before")]
+    RolledBack {
+        /// What failed.
+        cause: String,
+    },
+    /// An interrupted commit can be neither finished nor rolled back.
+    #[error("{}: {message}", path.display())]
+    Stuck {
+        /// The journal.
+        path: PathBuf,
+        /// What happened.
+        message: String,
+    },
     /// The bank does not exist.
     #[error("{}: no memory bank here (create one with `mnemo init`)", path.display())]
     NoBank {
@@ -70,6 +95,25 @@ pub enum BankError {
 }
 
 impl BankError {
+    /// What the user can do about it, when mnemo knows.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            BankError::Target { hint, .. } => Some(hint.clone()),
+            BankError::RolledBack { .. } => Some(
+                "fix what the message names, then run the command again (`mnemo doctor` checks the bank)".into(),
+            ),
+            BankError::Stuck { path, .. } => Some(format!(
+                "fix the file the message names (move a directory away, `chattr -i`, `chmod u+w`, free disk space), then run `mnemo doctor`, which finishes or undoes the commit that {} lists",
+                path.display()
+            )),
+            BankError::Journal { path, .. } => Some(format!(
+                "{} lists the files of an interrupted commit; to give that commit up, move the journal away and run `mnemo doctor` (it removes the staged files and keeps the bank as it was)",
+                path.display()
+            )),
+            _ => None,
+        }
+    }
+
     /// An I/O error on `path`.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> BankError {
         BankError::Io {

@@ -76,6 +76,12 @@ impl Bank {
                 )
             }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(_) if p.is_dir() => Err(BankError::Target {
+                path: p,
+                problem: "is a directory where mnemo keeps a file".into(),
+                hint: "move the directory away (it is not mnemo's), then run the command again"
+                    .into(),
+            }),
             Err(e) => Err(BankError::io(p, e)),
         }
     }

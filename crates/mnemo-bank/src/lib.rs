@@ -15,6 +15,8 @@
 //! * [`ops`]: the pipeline commands (gate C1–C3, feature-complete C4,
 //!   sprint-close C5, compress C6, trim C7, handoff, doctor, init), which ask
 //!   the Guardian before compacting and scrub every byte they write;
+//! * [`failpoint`]: numbered steps of the commit for deterministic fault
+//!   injection in tests (feature `failpoints`);
 //! * [`git`]: history and restore of bank files through the `git` binary.
 //!
 //! What it must never do: write a byte that did not pass the secret scrubber
@@ -25,6 +27,7 @@
 //! file controls.
 
 pub mod error;
+pub mod failpoint;
 pub mod git;
 pub mod layout;
 pub mod ops;

@@ -36,7 +36,7 @@ use crate::layout::{
     PROGRESS_LOG, TMP_DIR, XREF_INDEX, never_touch, zz_path,
 };
 use crate::sections::{append_progress, find_section, upsert_section};
-use crate::txn::{self, BankLock, Change, Recovery, STAGE_MARK};
+use crate::txn::{self, BankLock, Change, Recovery, is_own_temp};
 use crate::{BankError, Result};
 
 /// Default wait for the bank lock.
@@ -288,31 +288,6 @@ pub fn infer_agent(config: &Config, source: &str, from: &[String]) -> Option<Str
     }
 }
 
-/// Two records of one batch with the same §17 key would overwrite each
-/// other: refuse, naming both.
-fn check_batch_keys(records: &[(String, SummaryRecord)], opts: &GateOptions) -> Result<()> {
-    let mut seen: HashMap<EntryKey, &str> = HashMap::new();
-    for (src, r) in records {
-        let agent = r.agent.as_deref().or(r.sender()).unwrap_or("unknown");
-        let key = EntryKey::new(
-            r.date.as_deref().unwrap_or(&opts.date),
-            r.phase.as_deref().unwrap_or(&opts.phase),
-            agent,
-        );
-        if let Some(prev) = seen.insert(key.clone(), src) {
-            return Err(BankError::invalid(
-                src,
-                None,
-                format!(
-                    "has the same key ({}) as a summary of {prev} in this batch; give each summary its agent or phase",
-                    key.render()
-                ),
-            ));
-        }
-    }
-    Ok(())
-}
-
 /// Parses the inputs into records (errors name the file and line).
 pub fn parse_inputs(inputs: &[Input]) -> Result<Vec<(String, SummaryRecord)>> {
     let mut out = Vec::new();
@@ -384,7 +359,6 @@ fn gate_with(
             r.agent = infer_agent(config, src, &opts.from);
         }
     }
-    check_batch_keys(&records, opts)?;
     // Ask the Guardian before compacting anything.
     let entries = entry_provenance(&records);
     let decision = match &opts.guardian_url {
@@ -934,7 +908,7 @@ impl DoctorReport {
     pub fn line(&self) -> String {
         let r = &self.recovery;
         format!(
-            "{}: {} files checked, {} problems, {} journal ops finished, {} staged files rolled back, {} stale temp files removed, {} unrecognised .tmp artifacts",
+            "{}: {} files checked, {} problems, {} journal ops finished, {} staged files rolled back, {} other *.tmp files left in place, {} unrecognised .tmp artifacts",
             if self.problems.is_empty() {
                 "Bank OK"
             } else {
@@ -944,7 +918,7 @@ impl DoctorReport {
             self.problems.len(),
             r.rolled_forward,
             r.rolled_back,
-            r.stale_removed.len(),
+            r.other_tmp.len(),
             self.foreign.len()
         )
     }
@@ -1032,16 +1006,23 @@ fn check_index(path: &Path, text: &str, problems: &mut Vec<String>) {
     }
 }
 
-/// Validates the bank, finishes or rolls back an interrupted commit, cleans
-/// stale temp files and reports unrecognised `.tmp/` artifacts (left in
-/// place). Writes nothing else.
+/// Validates the bank, finishes or rolls back an interrupted commit, removes
+/// mnemo's own orphaned temp files, and reports other `*.tmp` files and
+/// unrecognised `.tmp/` artifacts (left in place). A journal that can be
+/// neither finished nor undone is a problem with a hint. Writes nothing
+/// else.
 pub fn doctor(bank: &Bank, timeout: Duration) -> Result<DoctorReport> {
     bank.require()?;
-    let (_lock, recovery) = open_locked(bank, timeout)?;
-    let mut rep = DoctorReport {
-        recovery,
-        ..DoctorReport::default()
-    };
+    let lock = txn::lock(bank, timeout)?;
+    let mut rep = DoctorReport::default();
+    match txn::recover(bank, &lock) {
+        Ok(r) => rep.recovery = r,
+        // A journal that can be neither finished nor undone: say what to do.
+        Err(e) => rep.problems.push(match e.hint() {
+            Some(h) => format!("{e} (hint: {h})"),
+            None => e.to_string(),
+        }),
+    }
     for rel in [ACTIVE_CONTEXT, PROGRESS_LOG, XREF_INDEX] {
         let path = bank.path(rel);
         match bank.read(rel) {
@@ -1096,7 +1077,7 @@ pub fn doctor(bank: &Bank, timeout: Duration) -> Result<DoctorReport> {
         names.sort();
         for name in names {
             let rel = format!("{TMP_DIR}/{name}");
-            if rel == LOCK_FILE || rel == JOURNAL || name.contains(STAGE_MARK) || is_zz(&name) {
+            if rel == LOCK_FILE || rel == JOURNAL || is_own_temp(&name) || is_zz(&name) {
                 continue;
             }
             match ArtifactType::from_file_name(&name) {
@@ -1247,7 +1228,7 @@ pub fn sprint_close(bank: &Bank, date: &str, timeout: Duration) -> Result<(Strin
     let (mut archived, mut deleted) = (0, 0);
     for name in tmp_artifacts(bank) {
         let rel = format!("{TMP_DIR}/{name}");
-        if rel == LOCK_FILE || rel == JOURNAL || name.contains(STAGE_MARK) {
+        if rel == LOCK_FILE || rel == JOURNAL || is_own_temp(&name) {
             continue;
         }
         if is_zz(&name) {
@@ -1337,7 +1318,7 @@ pub fn compress(
     let mut flags = Vec::new();
     for name in tmp_artifacts(bank) {
         let rel = format!("{TMP_DIR}/{name}");
-        if rel == LOCK_FILE || rel == JOURNAL || name.contains(STAGE_MARK) || is_zz(&name) {
+        if rel == LOCK_FILE || rel == JOURNAL || is_own_temp(&name) || is_zz(&name) {
             continue;
         }
         match ArtifactType::from_file_name(&name) {

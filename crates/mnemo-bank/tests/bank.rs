@@ -82,7 +82,9 @@ fn copy_dir(from: &Path, to: &Path) {
         let rel = p.strip_prefix(from).unwrap();
         let dst = to.join(rel);
         std::fs::create_dir_all(dst.parent().unwrap()).unwrap();
-        std::fs::copy(&p, &dst).unwrap();
+        // Written, not copied: ../shared is read-only, a bank is not (a
+        // read-only bank file is refused by the commit).
+        std::fs::write(&dst, std::fs::read(&p).unwrap()).unwrap();
     }
 }
 
@@ -504,18 +506,6 @@ fn malformed_banks_get_clear_reports_and_no_damage() {
     o.feature = Some("../up".into());
     assert!(ops::gate(&bank, &Config::default(), &o, &[fixture("hermes.json")]).is_err());
     assert_eq!(before, snapshot(&root));
-    // Same key twice in one batch: refused.
-    let err = ops::gate(
-        &bank,
-        &Config::default(),
-        &opts("1", &["hermes"], &["aphrodite"]),
-        &[fixture("hermes.json"), fixture("secret.json")],
-    )
-    .unwrap_err();
-    assert!(
-        err.to_string().contains("same key (2026-06-20|1|hermes)"),
-        "{err}"
-    );
     assert_eq!(before, snapshot(&root));
 }
 
@@ -621,38 +611,167 @@ proptest! {
 }
 
 #[test]
-fn stale_temps_and_bad_journals() {
+fn other_tmp_files_are_kept_and_bad_journals_explained() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("bank");
     init_bank(&root).unwrap();
     let bank = Bank::new(&root);
-    let old = root.join(".tmp/draft.md.tmp");
-    let fresh = root.join("_xref/index.md.tmp");
-    std::fs::write(&old, "x").unwrap();
-    std::fs::write(&fresh, "y").unwrap();
-    let f = std::fs::File::options().write(true).open(&old).unwrap();
-    f.set_modified(std::time::SystemTime::now() - Duration::from_secs(600))
-        .unwrap();
-    drop(f);
+    // People's *.tmp files, old and new, anywhere in the bank: kept.
+    std::fs::create_dir_all(root.join("_tasks/drafts")).unwrap();
+    let people = [
+        ".tmp/draft.md.tmp",
+        "_tasks/drafts/sprint-12.tmp",
+        "ideas.tmp",
+        // Look-alikes of mnemo's pattern that are not it.
+        ".notes.mnemo-stage-1-2.tmp",
+        ".x.mnemo-stage-1-2-3.tmp.bak.tmp",
+        "x.mnemo-stage-1-2-3.tmp",
+        ".x.mnemo-backup-a-2-3.tmp",
+    ];
+    for rel in people {
+        let p = root.join(rel);
+        std::fs::write(&p, "mine").unwrap();
+        let f = std::fs::File::options().write(true).open(&p).unwrap();
+        f.set_modified(std::time::SystemTime::now() - Duration::from_secs(3600))
+            .unwrap();
+    }
+    // mnemo's own orphans: removed.
+    std::fs::write(
+        root.join(".01-active-context.md.mnemo-stage-12-345-0.tmp"),
+        "# x\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("_xref/.index.md.mnemo-backup-12-345-1.tmp"),
+        "# x\n",
+    )
+    .unwrap();
     let d = ops::doctor(&bank, T).unwrap();
-    assert_eq!(
-        d.recovery.stale_removed,
-        vec![".tmp/draft.md.tmp".to_string()]
+    assert_eq!(d.recovery.rolled_back, 2);
+    let mut expected: Vec<String> = people.iter().map(|s| s.to_string()).collect();
+    expected.sort();
+    let mut got = d.recovery.other_tmp.clone();
+    got.sort();
+    assert_eq!(got, expected);
+    for rel in people {
+        assert_eq!(
+            std::fs::read_to_string(root.join(rel)).unwrap(),
+            "mine",
+            "{rel}"
+        );
+    }
+    assert!(
+        !root
+            .join(".01-active-context.md.mnemo-stage-12-345-0.tmp")
+            .exists()
     );
-    assert!(!old.exists());
-    assert!(fresh.exists(), "a fresh temp file is left alone");
-    // An unreadable journal stops every command, naming the file.
-    std::fs::write(root.join(".tmp/journal.json"), "{not json").unwrap();
-    let before = snapshot(&root);
-    let err = ops::doctor(&bank, T).unwrap_err();
-    assert!(err.to_string().contains("journal.json"), "{err}");
-    let err = ops::gate(
+    assert!(
+        !root
+            .join("_xref/.index.md.mnemo-backup-12-345-1.tmp")
+            .exists()
+    );
+    // A gate keeps them too.
+    ops::gate(
         &bank,
         &Config::default(),
         &opts("1", &["hermes"], &["aphrodite"]),
         &[fixture("hermes.json")],
     )
+    .unwrap();
+    for rel in people {
+        assert_eq!(
+            std::fs::read_to_string(root.join(rel)).unwrap(),
+            "mine",
+            "{rel}"
+        );
+    }
+    // An unreadable journal stops every command, naming the file; doctor
+    // reports it as a problem with what to do.
+    std::fs::write(root.join(".tmp/journal.json"), "{not json").unwrap();
+    let before = snapshot(&root);
+    let d = ops::doctor(&bank, T).unwrap();
+    assert_eq!(d.problems.len(), 1, "{:?}", d.problems);
+    assert!(d.problems[0].contains("journal.json"), "{:?}", d.problems);
+    assert!(d.problems[0].contains("hint: "), "{:?}", d.problems);
+    let err = ops::gate(
+        &bank,
+        &Config::default(),
+        &opts("2", &["hermes"], &["aphrodite"]),
+        &[fixture("hermes.json")],
+    )
     .unwrap_err();
     assert!(err.to_string().contains("journal.json"), "{err}");
+    assert!(err.hint().is_some());
     assert_eq!(before, snapshot(&root));
+}
+
+/// A person's note under an entry of `## Completed Phases` survives a
+/// re-gate of that entry with new text (issue #13, item 2), in LF and CRLF
+/// files alike, and a CRLF file gets CRLF for mnemo's rows.
+#[test]
+fn notes_under_an_entry_survive_a_regate() {
+    for crlf in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("bank");
+        init_bank(&root).unwrap();
+        let bank = Bank::new(&root);
+        let eol = if crlf { "\r\n" } else { "\n" };
+        let human = [
+            "# Active Context",
+            "",
+            "> Hand-written.",
+            "",
+            "## Completed Phases",
+            "",
+        ]
+        .join(eol)
+            + eol;
+        std::fs::write(root.join(ACTIVE_CONTEXT), &human).unwrap();
+        let o = opts("1", &["hermes"], &["aphrodite"]);
+        ops::gate(&bank, &Config::default(), &o, &[fixture("hermes.json")]).unwrap();
+        let active = read(&bank, ACTIVE_CONTEXT);
+        if crlf {
+            assert_eq!(
+                active.matches('\n').count(),
+                active.matches("\r\n").count(),
+                "mnemo's rows in a CRLF file are CRLF: {active:?}"
+            );
+        }
+        // A person writes notes under the entry (indented, and one flush
+        // line after it).
+        let first = active
+            .split_inclusive('\n')
+            .position(|l| l.contains("mnemo:key=2026-06-20|1|hermes"))
+            .unwrap();
+        let mut lines: Vec<String> = active.split_inclusive('\n').map(str::to_string).collect();
+        let entry_end = lines[first + 1..]
+            .iter()
+            .position(|l| !l.starts_with("  "))
+            .map_or(lines.len(), |p| first + 1 + p);
+        let note = format!("  - Note (Ana): check the refresh flow with legal{eol}");
+        let note2 = format!("    sub-note, keep me{eol}");
+        lines.insert(entry_end, note2.clone());
+        lines.insert(entry_end, note.clone());
+        let edited: String = lines.concat();
+        std::fs::write(root.join(ACTIVE_CONTEXT), &edited).unwrap();
+        // Re-gated with new text: the entry changes, the notes stay.
+        let mut changed = fixture("hermes.json");
+        changed.text = changed.text.replace("JWT rotation", "JWT key rotation");
+        ops::gate(&bank, &Config::default(), &o, &[changed]).unwrap();
+        let after = read(&bank, ACTIVE_CONTEXT);
+        assert_ne!(after, edited, "the entry was re-gated");
+        assert!(after.contains("JWT key rotation"), "{after}");
+        assert!(after.contains(&format!("{note}{note2}")), "{after:?}");
+        assert_eq!(after.matches("Note (Ana)").count(), 1);
+        assert!(after.starts_with(&human));
+        if crlf {
+            assert_eq!(after.matches('\n').count(), after.matches("\r\n").count());
+        }
+        // Idempotent: the same gate again changes nothing.
+        let snap = snapshot(&root);
+        let mut again = fixture("hermes.json");
+        again.text = again.text.replace("JWT rotation", "JWT key rotation");
+        ops::gate(&bank, &Config::default(), &o, &[again]).unwrap();
+        assert_eq!(snap, snapshot(&root));
+    }
 }

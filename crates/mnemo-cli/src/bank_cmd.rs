@@ -241,8 +241,21 @@ fn report_gate(global: &Global, r: &ops::GateReport) -> Vec<String> {
             r.recovery.rolled_forward, r.recovery.rolled_back
         ));
     }
+    notes.extend(recovery_notes(&r.recovery));
     say(global, &notes);
     notes
+}
+
+/// What a rollback during recovery means for the user.
+fn recovery_notes(r: &mnemo_bank::Recovery) -> Vec<String> {
+    r.rolled_back_commit
+        .iter()
+        .map(|why| {
+            format!(
+                "an interrupted commit could not be finished ({why}); it was rolled back and the bank is as it was before it (run that command again once the file is fixed)"
+            )
+        })
+        .collect()
 }
 
 /// `mnemo gate`.
@@ -358,10 +371,11 @@ pub fn doctor(_args: DoctorArgs, global: &Global) -> Result<ExitCode> {
     );
     notes.extend(
         r.recovery
-            .stale_removed
+            .other_tmp
             .iter()
-            .map(|f| format!("{f}: stale temp file removed")),
+            .map(|f| format!("{f}: *.tmp file that is not mnemo's, left in place")),
     );
+    notes.extend(recovery_notes(&r.recovery));
     {
         // Problems are printed even with --quiet.
         let mut err = std::io::stderr().lock();

@@ -13,6 +13,7 @@ mod inline_cmd;
 mod io_util;
 mod mcp_cmd;
 mod progress;
+mod report_cmd;
 mod score_cmd;
 mod scrub_cmd;
 mod stats_cmd;
@@ -110,6 +111,8 @@ enum Command {
     /// Host adapters for the Guardian (Claude Code, Codex CLI hooks).
     #[command(subcommand)]
     Hook(guard_cmd::HookCommand),
+    /// A picture of the memory: one self-contained HTML page (or `--json`) of the bank and the Guardian's sessions.
+    Report(report_cmd::ReportArgs),
     /// The artifact trail of a host transcript: files, commands and exit codes, constraints, decisions, open errors, numbers.
     Trail(trail_cmd::TrailArgs),
 }
@@ -163,6 +166,7 @@ fn main() -> ExitCode {
         Command::Mcp => mcp_cmd::run(&global),
         Command::Guard(cmd) => guard_cmd::run_guard(cmd, global.quiet),
         Command::Hook(cmd) => guard_cmd::run_hook(cmd, global.quiet),
+        Command::Report(args) => report_cmd::run(args, &global),
         Command::Trail(args) => trail_cmd::run(args, &global),
     };
     match result {
@@ -182,6 +186,13 @@ fn report(e: &anyhow::Error) {
     let mut err = std::io::stderr().lock();
     let _ = writeln!(err, "error: {e}");
     let mut hint = None;
+    // The bank's errors know what to do about them.
+    if let Some(b) = e
+        .chain()
+        .find_map(|c| c.downcast_ref::<mnemo_bank::BankError>())
+    {
+        hint = b.hint();
+    }
     for cause in e.chain().skip(1) {
         match cause.downcast_ref::<io_util::Hint>() {
             Some(h) => hint = Some(h.0.clone()),

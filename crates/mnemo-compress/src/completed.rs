@@ -84,6 +84,29 @@ pub struct NewEntry {
     pub text: String,
 }
 
+/// The continuation lines mnemo writes under an entry
+/// ([`crate::render::completed_entry`]); any other indented line under an
+/// entry is a person's note.
+const MNEMO_CONTINUATIONS: [&str; 2] = ["  - To next agent: ", "  - Gotcha: "];
+
+/// The new text of a re-gated entry followed by the notes people wrote
+/// under the old one (indented lines mnemo does not write), verbatim.
+fn keep_human_lines(old: &str, mut new: String) -> String {
+    for line in old.split_inclusive('\n').skip(1) {
+        let mine = MNEMO_CONTINUATIONS
+            .iter()
+            .any(|p| line.trim_end_matches(['\r', '\n']).starts_with(p));
+        // A line the new text has already is not repeated.
+        if !mine && !new.split_inclusive('\n').any(|l| l == line) {
+            if !new.ends_with('\n') {
+                new.push('\n');
+            }
+            new.push_str(line);
+        }
+    }
+    new
+}
+
 /// Upserts entries into a section body (§17): same key and hash → skip;
 /// same key, other hash → replace in place; new key → append after the
 /// last entry (or at the end of the body, before trailing blank lines).
@@ -104,7 +127,7 @@ pub fn upsert(body: &str, entries: &[NewEntry]) -> (String, UpsertReport) {
             Some((hash, _)) if *hash == e.hash => report.skipped += 1,
             Some((hash, old)) => {
                 *hash = e.hash.clone();
-                *old = text;
+                *old = keep_human_lines(old, text);
                 report.replaced += 1;
             }
             None => {

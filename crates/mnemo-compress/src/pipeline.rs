@@ -121,6 +121,7 @@ pub fn compress_phase(
             partial: r.status == Some(Status::Partial),
         });
     }
+    let tasks = task_discriminators(config, input);
     let params = BudgetParams::from_config(&config.budget, input.phases);
     let allocation = allocate_phase(&params, input.phase, input.carry_in, &items);
     let mut entries = Vec::with_capacity(kept.len());
@@ -167,6 +168,7 @@ pub fn compress_phase(
                 status: r.status,
                 summary,
                 source_summary: r.summary.clone(),
+                task: tasks.get(index).cloned().flatten(),
             },
             masked,
             decision,
@@ -179,4 +181,55 @@ pub fn compress_phase(
         skipped,
         refs,
     }
+}
+
+/// The task discriminator of each record's §17 key (SPEC §2): `None` for a
+/// record that is the only one of its (date, phase, agent) in the batch
+/// (the seed's plain key, so existing banks stay valid); otherwise the
+/// record's `task` (or `id`, or `title`), else its 1-based ordinal among
+/// that agent's summaries of that phase. Two records that would still
+/// share a discriminator get their ordinal appended (`task#2`).
+pub fn task_discriminators(config: &Config, input: &PhaseInput<'_>) -> Vec<Option<String>> {
+    use std::collections::HashMap;
+    let group_of = |r: &SummaryRecord| {
+        let agent = config.display_agent(r.agent.as_deref().or(r.sender()).unwrap_or("unknown"));
+        (
+            r.date.as_deref().unwrap_or(input.date).trim().to_string(),
+            r.phase.as_deref().unwrap_or(input.phase).trim().to_string(),
+            mnemo_model::agent_key(&agent),
+        )
+    };
+    let groups: Vec<_> = input.records.iter().map(group_of).collect();
+    let mut size: HashMap<&(String, String, String), usize> = HashMap::new();
+    for g in &groups {
+        *size.entry(g).or_default() += 1;
+    }
+    let mut ordinal: HashMap<&(String, String, String), usize> = HashMap::new();
+    let mut used: HashMap<(&(String, String, String), String), usize> = HashMap::new();
+    let mut out = Vec::with_capacity(groups.len());
+    for (r, g) in input.records.iter().zip(&groups) {
+        if size.get(g).copied().unwrap_or(0) < 2 {
+            out.push(None);
+            continue;
+        }
+        let n = {
+            let o = ordinal.entry(g).or_default();
+            *o += 1;
+            *o
+        };
+        let base = r
+            .task
+            .as_deref()
+            .map(|t| t.split_whitespace().collect::<Vec<_>>().join(" "))
+            .filter(|t| !t.is_empty())
+            .unwrap_or_else(|| n.to_string());
+        let seen = used.entry((g, base.clone())).or_default();
+        *seen += 1;
+        out.push(Some(if *seen == 1 {
+            base
+        } else {
+            format!("{base}#{n}")
+        }));
+    }
+    out
 }

@@ -61,10 +61,16 @@ pub struct EntryKey {
     pub phase: String,
     /// Agent, normalised.
     pub agent: String,
+    /// The task discriminator (SPEC §2): present only when one agent has
+    /// several summaries in one phase of a batch; a lone summary keeps the
+    /// seed's plain `date|phase|agent` key.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
 }
 
 fn key_part(s: &str) -> String {
-    s.trim()
+    let mut out = s
+        .trim()
         .chars()
         .map(|c| {
             if c.is_whitespace() || c == '|' || c == '>' || c == '<' {
@@ -73,8 +79,11 @@ fn key_part(s: &str) -> String {
                 c
             }
         })
-        .collect::<String>()
-        .replace("--", "-")
+        .collect::<String>();
+    while out.contains("--") {
+        out = out.replace("--", "-");
+    }
+    out
 }
 
 impl EntryKey {
@@ -84,12 +93,23 @@ impl EntryKey {
             date: key_part(date),
             phase: key_part(phase),
             agent: key_part(&agent_key(agent)),
+            task: None,
         }
     }
 
-    /// `date|phase|agent`.
+    /// The key with a task discriminator (made marker-safe; an empty one
+    /// leaves the plain key).
+    pub fn with_task(mut self, task: Option<&str>) -> EntryKey {
+        self.task = task.map(key_part).filter(|t| !t.is_empty());
+        self
+    }
+
+    /// `date|phase|agent`, or `date|phase|agent|task`.
     pub fn render(&self) -> String {
-        format!("{}|{}|{}", self.date, self.phase, self.agent)
+        match &self.task {
+            None => format!("{}|{}|{}", self.date, self.phase, self.agent),
+            Some(t) => format!("{}|{}|{}|{t}", self.date, self.phase, self.agent),
+        }
     }
 }
 
@@ -105,8 +125,9 @@ pub fn parse_marker(line: &str) -> Option<(EntryKey, String)> {
     let end = rest.find("-->")?;
     let inner = rest[..end].trim();
     let (key, hash) = inner.split_once(" hash=")?;
-    let mut parts = key.splitn(3, '|');
+    let mut parts = key.splitn(4, '|');
     let (date, phase, agent) = (parts.next()?, parts.next()?, parts.next()?);
+    let task = parts.next().filter(|t| !t.is_empty()).map(str::to_string);
     let hash = hash.trim();
     if hash.is_empty() || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
         return None;
@@ -116,6 +137,7 @@ pub fn parse_marker(line: &str) -> Option<(EntryKey, String)> {
             date: date.to_string(),
             phase: phase.to_string(),
             agent: agent.to_string(),
+            task,
         },
         hash.to_string(),
     ))
@@ -142,6 +164,10 @@ pub struct EntryView {
     pub summary: Summary,
     /// The record's summary text (for the content hash).
     pub source_summary: String,
+    /// The task discriminator of the key, when the agent has several
+    /// summaries in this phase of the batch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
 }
 
 impl EntryView {
@@ -155,7 +181,7 @@ impl EntryView {
 
     /// The idempotency key.
     pub fn key(&self) -> EntryKey {
-        EntryKey::new(&self.date, &self.phase, &self.agent)
+        EntryKey::new(&self.date, &self.phase, &self.agent).with_task(self.task.as_deref())
     }
 
     /// The content hash.
@@ -390,7 +416,15 @@ pub fn review_line(r: &Review) -> String {
 /// the `**Review:**` line when there is a review. Ends with a newline.
 pub fn progress_section(e: &EntryView, record: &SummaryRecord, review: Option<&Review>) -> String {
     let mut o = String::new();
-    let _ = writeln!(o, "{}", progress_heading(&e.date, &e.phase, &e.agent));
+    let mut heading = progress_heading(&e.date, &e.phase, &e.agent);
+    if let Some(t) = &e.task {
+        let _ = write!(
+            heading,
+            " — {}",
+            t.split_whitespace().collect::<Vec<_>>().join(" ")
+        );
+    }
+    let _ = writeln!(o, "{heading}");
     o.push('\n');
     let _ = writeln!(
         o,

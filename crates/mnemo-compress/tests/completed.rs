@@ -17,7 +17,8 @@ fn entry(agent: &str, summary: &str, extra_lines: usize) -> NewEntry {
         marker(&key, &hash)
     );
     for i in 0..extra_lines {
-        text.push_str(&format!("  - line {i}\n"));
+        // mnemo's own continuation lines (see `render::completed_entry`).
+        text.push_str(&format!("  - To next agent: line {i}\n"));
     }
     NewEntry { key, hash, text }
 }
@@ -36,14 +37,31 @@ fn rerun_is_byte_identical_and_changes_overwrite() {
     let (twice, r2) = upsert(&once, &[a.clone(), b.clone()]);
     assert_eq!(twice, once);
     assert_eq!((r2.added, r2.skipped, r2.replaced), (0, 2, 0));
-    // Same key, new content: replaced in place, the continuation lines too.
+    // Same key, new content: replaced in place, mnemo's continuation lines
+    // too.
     let a2 = entry("hermes", "Did A better.", 0);
     let (third, r3) = upsert(&twice, &[a2]);
     assert_eq!((r3.added, r3.skipped, r3.replaced), (0, 0, 1));
     assert!(third.contains("Did A better."));
-    assert!(!third.contains("  - line 0"));
+    assert!(!third.contains("  - To next agent: line 0"));
     assert!(third.contains("keep me."));
     assert_eq!(third.matches("mnemo:key=").count(), 2);
+    // A person's indented note under an entry stays when it is replaced.
+    let noted = third;
+    let at = noted.find("Did A better.").unwrap();
+    let eol = at + noted[at..].find('\n').unwrap() + 1;
+    let noted = format!(
+        "{}  - Note: ask Ana first\n{}",
+        &noted[..eol],
+        &noted[eol..]
+    );
+    let (fourth, r4) = upsert(&noted, &[entry("hermes", "Did A best.", 1)]);
+    assert_eq!(r4.replaced, 1);
+    assert!(fourth.contains("Did A best."));
+    assert!(
+        fourth.contains("  - To next agent: line 0\n  - Note: ask Ana first\n"),
+        "{fourth}"
+    );
 }
 
 #[test]

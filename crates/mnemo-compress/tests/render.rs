@@ -5,8 +5,8 @@
 use mnemo_compress::budget::{AllocItem, BudgetParams, HalfLines, allocate_phase};
 use mnemo_compress::facts::extract;
 use mnemo_compress::render::{
-    EntryView, Review, ZzHeader, completed_entry, confirmation, handoff_prompt, parse_marker,
-    progress_section, render_zz,
+    EntryKey, EntryView, Review, ZzHeader, completed_entry, confirmation, handoff_prompt, marker,
+    parse_marker, progress_section, render_zz,
 };
 use mnemo_compress::summary::{DeterministicSummarizer, Summarizer, SummaryRequest};
 use mnemo_compress::xref::{NextIds, detect, parse_index};
@@ -169,6 +169,7 @@ fn golden_phase_outputs() {
             status: c.record.status,
             summary,
             source_summary: c.record.summary.clone(),
+            task: None,
         });
     }
     let mut index = parse_index("");
@@ -304,4 +305,23 @@ fn zz_format_matches_the_spec_example_structure() {
         ours.contains("| Date | Agent | Summary | Status |\n|------|-------|---------|--------|\n")
     );
     assert!(ours.contains("| ID | Type | Name | File |\n|----|------|------|------|\n"));
+}
+
+#[test]
+fn a_task_discriminated_key_round_trips_through_its_marker() {
+    let key = EntryKey::new("2026-06-20", "1", "@Hermes").with_task(Some("login -- flow | v2"));
+    assert_eq!(key.render(), "2026-06-20|1|hermes|login_-_flow___v2");
+    let line = format!("- x {}", marker(&key, "00ff00ff00ff00ff"));
+    assert!(
+        !line["- x <!--".len()..line.len() - 3].contains("--"),
+        "{line}"
+    );
+    let (back, hash) = parse_marker(&line).unwrap();
+    assert_eq!(back, key);
+    assert_eq!(hash, "00ff00ff00ff00ff");
+    // The seed's plain key has no fourth part.
+    let plain = EntryKey::new("2026-06-20", "1", "hermes");
+    let (back, _) = parse_marker(&marker(&plain, "ab")).unwrap();
+    assert_eq!(back.task, None);
+    assert_eq!(back.render(), "2026-06-20|1|hermes");
 }

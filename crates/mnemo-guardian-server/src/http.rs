@@ -1,326 +1,379 @@
-//! An incremental HTTP/1.1 request parser for the Guardian's HTTP transport
-//! (pure: bytes in, a parsed request or "need more" out; no I/O).
+//! The Guardian's HTTP/1.1 transport on `hyper` (the I/O edge).
 //!
-//! Only what a JSON-RPC POST endpoint needs: a request line, headers with
-//! `Content-Length` and `Connection`, a body of known length. Chunked bodies
-//! are refused (400). A head longer than [`MAX_HEAD_BYTES`] is refused (431)
-//! and a declared body longer than the caller's limit is refused (413)
-//! without waiting for it, so a client never makes the server buffer more
-//! than one head plus one allowed body.
+//! Shape: one `tokio` thread accepts connections and runs `hyper` for each;
+//! one decider thread owns the [`Guardian`]. A connection's task reads a
+//! request, checks its limits, parses the JSON and hands it over a channel
+//! to the decider, which drains everything queued (up to [`MAX_BATCH`]) and
+//! decides it in one store transaction (group commit, arrival order), then
+//! answers each request through its own one-shot channel. `hyper` answers a
+//! connection's pipelined requests one after another, in order.
+//!
+//! Limits: a head larger than [`MAX_HEAD_BYTES`] is answered 431, a body longer than `max_request_bytes` 413 (before it is read
+//! when it is declared), at most [`HttpLimits::max_connections`] connections
+//! (more are answered 503), a connection idle for
+//! [`HttpLimits::idle_timeout`] is closed. Memory is bounded in total, not
+//! only per connection: each connection buffers at most one head and one
+//! answer, and the bodies being read or decided share one budget of
+//! [`HttpLimits::inflight_bytes`]; a request waits for its share
+//! (backpressure: its connection is not read meanwhile).
 
-/// Most bytes of request line plus headers.
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::{Bytes, Incoming};
+use hyper::header::{CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, HeaderValue};
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use mnemo_guardian::protocol::{self, Guardian};
+use mnemo_guardian::store::SessionStore;
+use serde_json::Value;
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::sync::{Semaphore, mpsc, oneshot};
+
+/// Most bytes of request line plus headers; a longer head is answered 431
+/// (up to [`READ_BUFFER_BYTES`]; a head longer than that is cut off: the
+/// connection is closed without an answer).
 pub const MAX_HEAD_BYTES: usize = 16 * 1024;
 
-/// One parsed request; `body` is a range of the buffer given to [`parse`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Request {
-    /// `GET`, `POST`, …
-    pub method: String,
-    /// The request target.
-    pub path: String,
-    /// Whether the connection stays open after the response.
-    pub keep_alive: bool,
-    /// Byte range of the body within the buffer.
-    pub body: std::ops::Range<usize>,
+/// `hyper`'s read (and write) buffer per connection.
+pub const READ_BUFFER_BYTES: usize = 64 * 1024;
+
+/// Most requests decided in one store transaction.
+pub const MAX_BATCH: usize = 256;
+
+/// Limits of the HTTP server.
+#[derive(Debug, Clone)]
+pub struct HttpLimits {
+    /// Most concurrent connections; more are answered 503 and closed.
+    pub max_connections: usize,
+    /// A connection without any traffic this long is closed.
+    pub idle_timeout: Duration,
+    /// Most body bytes being read or decided at once, over all connections.
+    pub inflight_bytes: usize,
 }
 
-/// A request the server refuses; the connection is closed after the answer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal {
-    /// Status line text, e.g. `400 Bad Request`.
-    pub status: &'static str,
-    /// Short reason.
-    pub reason: String,
-    /// The declared body length, for 413.
-    pub declared: Option<u64>,
-}
-
-/// What [`parse`] found at the start of the buffer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Parsed {
-    /// Not a whole request yet.
-    Incomplete,
-    /// A whole request, `consumed` bytes long.
-    Request {
-        /// The request.
-        request: Request,
-        /// Bytes to drop from the buffer.
-        consumed: usize,
-    },
-    /// Refused (the connection closes after the answer).
-    Refused(Refusal),
-}
-
-fn refuse(status: &'static str, reason: impl Into<String>) -> Parsed {
-    Parsed::Refused(Refusal {
-        status,
-        reason: reason.into(),
-        declared: None,
-    })
-}
-
-/// Parses the first request in `buf`, allowing bodies of at most `max_body`
-/// bytes. Blank lines before a request line are skipped (RFC 9112 §2.2).
-pub fn parse(buf: &[u8], max_body: usize) -> Parsed {
-    // Skip stray CRLFs between pipelined requests.
-    let start = buf
-        .iter()
-        .position(|b| *b != b'\r' && *b != b'\n')
-        .unwrap_or(buf.len());
-    let Some(head_len) = head_end(&buf[start..]) else {
-        return if buf.len() - start > MAX_HEAD_BYTES {
-            refuse("431 Request Header Fields Too Large", "headers too large")
-        } else {
-            Parsed::Incomplete
-        };
-    };
-    if head_len > MAX_HEAD_BYTES {
-        return refuse("431 Request Header Fields Too Large", "headers too large");
-    }
-    let head = &buf[start..start + head_len];
-    let mut lines = head
-        .split(|b| *b == b'\n')
-        .map(|l| l.strip_suffix(b"\r").unwrap_or(l));
-    let request_line = lines.next().unwrap_or_default();
-    let Ok(request_line) = std::str::from_utf8(request_line) else {
-        return refuse("400 Bad Request", "request line is not UTF-8");
-    };
-    let mut parts = request_line.split(' ').filter(|p| !p.is_empty());
-    let (Some(method), Some(path), Some(version), None) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
-        return refuse("400 Bad Request", "malformed request line");
-    };
-    if !method.bytes().all(|b| b.is_ascii_uppercase()) {
-        return refuse("400 Bad Request", "malformed method");
-    }
-    let mut keep_alive = match version {
-        "HTTP/1.1" => true,
-        "HTTP/1.0" => false,
-        _ => return refuse("400 Bad Request", "unsupported HTTP version"),
-    };
-    let mut content_length: Option<u64> = None;
-    for line in lines {
-        if line.is_empty() {
-            break;
+impl Default for HttpLimits {
+    fn default() -> Self {
+        HttpLimits {
+            max_connections: 1024,
+            idle_timeout: Duration::from_secs(60),
+            inflight_bytes: 64 << 20,
         }
-        let Ok(line) = std::str::from_utf8(line) else {
-            return refuse("400 Bad Request", "header is not UTF-8");
-        };
-        let Some((name, value)) = line.split_once(':') else {
-            return refuse("400 Bad Request", "malformed header");
-        };
-        let value = value.trim();
-        if name.eq_ignore_ascii_case("content-length") {
-            match value.parse::<u64>() {
-                Ok(n) if content_length.is_none_or(|c| c == n) => content_length = Some(n),
-                _ => return refuse("400 Bad Request", "bad Content-Length"),
-            }
-        } else if name.eq_ignore_ascii_case("connection") {
-            for token in value.split(',').map(str::trim) {
-                if token.eq_ignore_ascii_case("close") {
-                    keep_alive = false;
-                } else if token.eq_ignore_ascii_case("keep-alive") {
-                    keep_alive = true;
+    }
+}
+
+/// One request on its way to the decider.
+struct Job {
+    request: Value,
+    reply: oneshot::Sender<Value>,
+}
+
+/// What every connection task shares.
+struct Shared {
+    jobs: mpsc::Sender<Job>,
+    /// The in-flight body budget, in KiB.
+    budget: Arc<Semaphore>,
+    budget_kib: u32,
+    max_body: usize,
+}
+
+/// Serves HTTP/1.1 JSON-RPC on `listener` until the process ends (or the
+/// listener fails). `wrap` turns each accepted TCP stream into the stream
+/// that `hyper` reads (the identity for plain HTTP, a TLS handshake for
+/// HTTPS); it returns `None` to drop the connection.
+pub fn serve<S, W, F, T>(
+    g: Guardian<S>,
+    listener: std::net::TcpListener,
+    limits: HttpLimits,
+    wrap: W,
+) -> std::io::Result<()>
+where
+    S: SessionStore + Send + 'static,
+    W: Fn(tokio::net::TcpStream) -> F + Send + Sync + 'static,
+    F: std::future::Future<Output = Option<T>> + Send + 'static,
+    T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let max_body = g.config().max_request_bytes;
+    let (tx, rx) = mpsc::channel::<Job>(4 * MAX_BATCH);
+    let decider = std::thread::Builder::new()
+        .name("guardian-decider".into())
+        .spawn(move || decide_loop(g, rx))?;
+    // The budget must admit the largest allowed body.
+    let body_kib = u32::try_from(max_body.div_ceil(1024).saturating_add(1)).unwrap_or(u32::MAX / 2);
+    let budget_kib = u32::try_from(limits.inflight_bytes.div_ceil(1024))
+        .unwrap_or(u32::MAX / 2)
+        .max(body_kib)
+        .min(u32::try_from(Semaphore::MAX_PERMITS).unwrap_or(u32::MAX / 2));
+    let shared = Arc::new(Shared {
+        jobs: tx,
+        budget: Arc::new(Semaphore::new(budget_kib as usize)),
+        budget_kib,
+        max_body,
+    });
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    listener.set_nonblocking(true)?;
+    let wrap = Arc::new(wrap);
+    let result = rt.block_on(async move {
+        let listener = tokio::net::TcpListener::from_std(listener)?;
+        let conns = Arc::new(Semaphore::new(limits.max_connections));
+        loop {
+            let stream = match listener.accept().await {
+                Ok((s, _)) => s,
+                // Out of descriptors, aborted handshakes …: try again shortly.
+                Err(_) => {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                    continue;
                 }
+            };
+            let Ok(permit) = conns.clone().try_acquire_owned() else {
+                let _ = stream.try_write(
+                    b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                );
+                continue;
+            };
+            let _ = stream.set_nodelay(true);
+            let shared = shared.clone();
+            let wrap = wrap.clone();
+            let idle = limits.idle_timeout;
+            tokio::spawn(async move {
+                // The handshake (TLS) counts against the idle timeout too.
+                if let Ok(Some(io)) = tokio::time::timeout(idle, wrap(stream)).await {
+                    serve_conn(io, shared, idle).await;
+                }
+                drop(permit);
+            });
+        }
+    });
+    drop(decider);
+    result
+}
+
+/// Owns the Guardian: decides whatever is queued, in one transaction.
+fn decide_loop<S: SessionStore>(mut g: Guardian<S>, mut rx: mpsc::Receiver<Job>) {
+    let mut requests = Vec::with_capacity(MAX_BATCH);
+    let mut replies = Vec::with_capacity(MAX_BATCH);
+    while let Some(job) = rx.blocking_recv() {
+        requests.push(job.request);
+        replies.push(job.reply);
+        while requests.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(job) => {
+                    requests.push(job.request);
+                    replies.push(job.reply);
+                }
+                Err(_) => break,
             }
-        } else if name.eq_ignore_ascii_case("transfer-encoding") {
-            return refuse("400 Bad Request", "Transfer-Encoding is not supported");
         }
-    }
-    let len = content_length.unwrap_or(0);
-    if len > max_body as u64 {
-        return Parsed::Refused(Refusal {
-            status: "413 Payload Too Large",
-            reason: format!("request too large ({len} bytes, max {max_body})"),
-            declared: Some(len),
-        });
-    }
-    let body_start = start + head_len;
-    let body_end = body_start + len as usize;
-    if buf.len() < body_end {
-        return Parsed::Incomplete;
-    }
-    Parsed::Request {
-        request: Request {
-            method: method.to_string(),
-            path: path.to_string(),
-            keep_alive,
-            body: body_start..body_end,
-        },
-        consumed: body_end,
+        let answers = g.handle_batch(&requests);
+        requests.clear();
+        // A missing answer drops its sender: that request gets -32603.
+        for (reply, answer) in replies.drain(..).zip(answers) {
+            let _ = reply.send(answer);
+        }
+        replies.clear();
     }
 }
 
-/// Length of the head including its terminating empty line, if complete.
-fn head_end(buf: &[u8]) -> Option<usize> {
-    let mut i = 0;
-    while let Some(off) = buf[i..].iter().position(|b| *b == b'\n') {
-        let nl = i + off;
-        let rest = &buf[nl + 1..];
-        if rest.first() == Some(&b'\n') {
-            return Some(nl + 2);
+async fn serve_conn<T>(io: T, shared: Arc<Shared>, idle: Duration)
+where
+    T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let start = Instant::now();
+    let last = Arc::new(AtomicU64::new(0));
+    let io = TokioIo::new(Activity {
+        inner: io,
+        start,
+        last: last.clone(),
+    });
+    let svc = hyper::service::service_fn(move |req| answer(req, shared.clone()));
+    let conn = hyper::server::conn::http1::Builder::new()
+        .max_buf_size(READ_BUFFER_BYTES)
+        // Not `pipeline_flush`: with it, hyper never flushes the 400 it
+        // writes for a malformed request (the bad bytes stay unread).
+        .keep_alive(true)
+        .serve_connection(io, svc);
+    tokio::pin!(conn);
+    loop {
+        let since = Duration::from_millis(last.load(Ordering::Relaxed));
+        let quiet = start.elapsed().saturating_sub(since);
+        if quiet >= idle {
+            return; // dropping the connection closes it
         }
-        if rest.starts_with(b"\r\n") {
-            return Some(nl + 3);
+        match tokio::time::timeout(idle - quiet, conn.as_mut()).await {
+            Ok(_) => return,
+            Err(_) => continue,
         }
-        i = nl + 1;
     }
-    None
 }
 
-/// Appends a whole response to `out`.
-pub fn write_response(
-    out: &mut Vec<u8>,
-    status: &str,
-    content_type: &str,
-    body: &[u8],
-    keep_alive: bool,
-) {
-    use std::io::Write;
-    let _ = write!(
-        out,
-        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: {}\r\n\r\n",
-        body.len(),
-        if keep_alive { "keep-alive" } else { "close" }
-    );
-    out.extend_from_slice(body);
+/// A stream that notes when bytes last moved (for the idle timeout).
+struct Activity<T> {
+    inner: T,
+    start: Instant,
+    last: Arc<AtomicU64>,
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+impl<T> Activity<T> {
+    fn touch(&self) {
+        let ms = u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.last.store(ms, Ordering::Relaxed);
+    }
+}
 
-    fn req(buf: &[u8]) -> (Request, usize) {
-        match parse(buf, 1024) {
-            Parsed::Request { request, consumed } => (request, consumed),
-            other => panic!("{other:?}"),
+impl<T: AsyncRead + Unpin> AsyncRead for Activity<T> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let r = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            self.touch();
         }
+        r
     }
+}
 
-    fn status(buf: &[u8], max: usize) -> &'static str {
-        match parse(buf, max) {
-            Parsed::Refused(r) => r.status,
-            other => panic!("{other:?}"),
+impl<T: AsyncWrite + Unpin> AsyncWrite for Activity<T> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        let r = Pin::new(&mut self.inner).poll_write(cx, data);
+        if matches!(r, Poll::Ready(Ok(n)) if n > 0) {
+            self.touch();
         }
+        r
     }
-
-    #[test]
-    fn whole_request_with_body() {
-        let b = b"POST /acs HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nabcdGET";
-        let (r, n) = req(b);
-        assert_eq!((r.method.as_str(), r.path.as_str()), ("POST", "/acs"));
-        assert!(r.keep_alive);
-        assert_eq!(&b[r.body.clone()], b"abcd");
-        assert_eq!(n, b.len() - 3);
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
     }
-
-    #[test]
-    fn every_prefix_is_incomplete() {
-        let b = b"\r\nPOST / HTTP/1.1\r\nContent-Length: 3\r\nConnection: close\r\n\r\nxyz";
-        for cut in 0..b.len() {
-            assert_eq!(parse(&b[..cut], 1024), Parsed::Incomplete, "cut {cut}");
-        }
-        let (r, n) = req(b);
-        assert!(!r.keep_alive);
-        assert_eq!(n, b.len());
-        assert_eq!(&b[r.body], b"xyz");
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
     }
+}
 
-    #[test]
-    fn bare_newlines_and_http_1_0() {
-        let (r, _) = req(b"GET /health HTTP/1.0\n\n");
-        assert!(!r.keep_alive);
-        assert!(r.body.is_empty());
-        let (r, _) = req(b"GET /health HTTP/1.0\nConnection: Keep-Alive\n\n");
-        assert!(r.keep_alive);
+type Answer = Response<Full<Bytes>>;
+
+fn respond(status: StatusCode, content_type: &'static str, body: Vec<u8>, close: bool) -> Answer {
+    let mut r = Response::new(Full::new(Bytes::from(body)));
+    *r.status_mut() = status;
+    let h = r.headers_mut();
+    h.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    if close {
+        h.insert(CONNECTION, HeaderValue::from_static("close"));
     }
+    r
+}
 
-    #[test]
-    fn refusals() {
-        assert_eq!(
-            status(
-                b"POST / HTTP/1.1\r\nContent-Length: 18446744073709551615\r\n\r\n",
-                10
+fn error_bytes(code: i64, message: &str) -> Vec<u8> {
+    let v = serde_json::json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}});
+    serde_json::to_vec(&v).unwrap_or_default()
+}
+
+async fn answer(req: Request<Incoming>, shared: Arc<Shared>) -> Result<Answer, Infallible> {
+    let head: usize = req.method().as_str().len()
+        + req.uri().to_string().len()
+        + req
+            .headers()
+            .iter()
+            .map(|(k, v)| k.as_str().len() + v.len() + 4)
+            .sum::<usize>();
+    if head > MAX_HEAD_BYTES {
+        return Ok(respond(
+            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            "text/plain",
+            b"headers too large".to_vec(),
+            true,
+        ));
+    }
+    let path = req.uri().path();
+    if req.method() == Method::GET && (path == "/health" || path == "/healthz") {
+        return Ok(respond(StatusCode::OK, "text/plain", b"ok".to_vec(), false));
+    }
+    if req.method() != Method::POST {
+        return Ok(respond(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "text/plain",
+            b"POST JSON-RPC requests".to_vec(),
+            true,
+        ));
+    }
+    let max = shared.max_body;
+    let declared = req
+        .headers()
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    let too_large = |len: String| {
+        respond(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "application/json",
+            error_bytes(
+                -32600,
+                &format!("request too large ({len} bytes, max {max})"),
             ),
-            "413 Payload Too Large"
-        );
-        assert_eq!(
-            status(b"POST / HTTP/1.1\r\nContent-Length: 11\r\n\r\n", 10),
-            "413 Payload Too Large"
-        );
-        assert_eq!(status(b"\x00\x01 garbage\r\n\r\n", 10), "400 Bad Request");
-        assert_eq!(status(b"POST / HTTP/2\r\n\r\n", 10), "400 Bad Request");
-        assert_eq!(
-            status(b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", 10),
-            "400 Bad Request"
-        );
-        assert_eq!(
-            status(
-                b"POST / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
-                10
-            ),
-            "400 Bad Request"
-        );
-        assert_eq!(
-            status(b"POST / HTTP/1.1\r\nnocolon\r\n\r\n", 10),
-            "400 Bad Request"
-        );
-        let long = vec![b'a'; MAX_HEAD_BYTES + 1];
-        assert_eq!(status(&long, 10), "431 Request Header Fields Too Large");
-        let mut long_header = b"GET / HTTP/1.1\r\nX: ".to_vec();
-        long_header.extend(std::iter::repeat_n(b'a', MAX_HEAD_BYTES));
-        long_header.extend_from_slice(b"\r\n\r\n");
-        assert_eq!(
-            status(&long_header, 10),
-            "431 Request Header Fields Too Large"
-        );
+            true,
+        )
+    };
+    if let Some(len) = declared
+        && len > max as u64
+    {
+        return Ok(too_large(len.to_string()));
     }
-
-    #[test]
-    fn response_format() {
-        let mut out = Vec::new();
-        write_response(&mut out, "200 OK", "text/plain", b"ok", true);
-        assert_eq!(
-            out,
-            b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\nConnection: keep-alive\r\n\r\nok"
-        );
-    }
-
-    mod props {
-        use super::super::*;
-        use proptest::prelude::*;
-
-        proptest! {
-            /// Never panics; a request never claims more than the buffer.
-            #[test]
-            fn arbitrary_bytes(buf in proptest::collection::vec(any::<u8>(), 0..512)) {
-                if let Parsed::Request { request, consumed } = parse(&buf, 64) {
-                    prop_assert!(consumed <= buf.len());
-                    prop_assert!(request.body.end <= consumed);
-                    prop_assert!(request.body.len() <= 64);
-                }
+    // A chunked body may be as large as allowed: reserve that much.
+    let expect = declared.map_or(max, |n| n as usize);
+    let kib = u32::try_from(expect.div_ceil(1024).saturating_add(1))
+        .unwrap_or(u32::MAX)
+        .min(shared.budget_kib);
+    let Ok(permit) = shared.budget.clone().acquire_many_owned(kib).await else {
+        return Ok(unavailable());
+    };
+    let body = match Limited::new(req.into_body(), max).collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+            return Ok(too_large(format!("more than {max}")));
+        }
+        Err(_) => {
+            return Ok(respond(
+                StatusCode::BAD_REQUEST,
+                "text/plain",
+                b"unreadable body".to_vec(),
+                true,
+            ));
+        }
+    };
+    let reply = match protocol::parse_request(&body, max) {
+        Ok(request) => {
+            drop(body);
+            let (tx, rx) = oneshot::channel();
+            if shared.jobs.send(Job { request, reply: tx }).await.is_err() {
+                return Ok(unavailable());
             }
-
-            /// Any well-formed request parses back, whatever follows it.
-            #[test]
-            fn roundtrip(body in proptest::collection::vec(any::<u8>(), 0..64),
-                         tail in proptest::collection::vec(any::<u8>(), 0..16),
-                         close in any::<bool>()) {
-                let mut b = format!("POST /x HTTP/1.1\r\nContent-Length: {}\r\n{}\r\n",
-                    body.len(), if close { "Connection: close\r\n" } else { "" }).into_bytes();
-                b.extend_from_slice(&body);
-                let n = b.len();
-                b.extend_from_slice(&tail);
-                match parse(&b, 64) {
-                    Parsed::Request { request, consumed } => {
-                        prop_assert_eq!(consumed, n);
-                        prop_assert_eq!(&b[request.body], &body[..]);
-                        prop_assert_eq!(request.keep_alive, !close);
-                    }
-                    other => prop_assert!(false, "{:?}", other),
-                }
+            match rx.await {
+                Ok(v) => protocol::encode_response(&v),
+                Err(_) => error_bytes(-32603, "guardian unavailable"),
             }
         }
-    }
+        Err(resp) => protocol::encode_response(&resp),
+    };
+    drop(permit);
+    Ok(respond(StatusCode::OK, "application/json", reply, false))
+}
+
+fn unavailable() -> Answer {
+    respond(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "application/json",
+        error_bytes(-32603, "guardian unavailable"),
+        true,
+    )
 }

@@ -2,10 +2,11 @@
 //!
 //! The compaction Guardian's transports (the I/O edge of `mnemo-guardian`).
 //!
-//! **Owns:** Content-Length framing ([`framing`]), HTTP/1.1 request parsing
-//! ([`http`]), the stdio server, the HTTP server (one event loop that decides
-//! each turn's requests in one store transaction) and the one-shot `check`
-//! ([`server`]), and a client for a remote Guardian ([`client`]).
+//! **Owns:** Content-Length framing ([`framing`]), the HTTP server on
+//! `hyper` ([`http`]: one decider thread decides whatever is queued in one
+//! store transaction; total memory bounded), the stdio server and the
+//! one-shot `check` ([`server`]), and a client for a remote Guardian
+//! ([`client`]).
 //!
 //! **Must never:** decide (every answer comes from `Guardian::handle`),
 //! buffer without bound for a client that sends or never reads, or let one

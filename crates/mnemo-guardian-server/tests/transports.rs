@@ -200,11 +200,42 @@ fn http_keep_alive_and_bad_requests() {
     let mut r2 = BufReader::new(s2.try_clone().unwrap());
     write!(
         s2,
+        "POST / HTTP/1.1\r\nContent-Length: 1000000000000\r\n\r\n"
+    )
+    .unwrap();
+    let (st, body) = read_response(&mut r2);
+    assert!(st.contains("413"), "{st}");
+    let v: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(v["error"]["code"], -32600);
+    // Past any body length hyper can carry: refused before any body is read.
+    let mut s2 = TcpStream::connect(addr).unwrap();
+    let mut r2 = BufReader::new(s2.try_clone().unwrap());
+    write!(
+        s2,
         "POST / HTTP/1.1\r\nContent-Length: 18446744073709551615\r\n\r\n"
     )
     .unwrap();
     let (st, _) = read_response(&mut r2);
+    assert!(["400", "413", "431"].iter().any(|c| st.contains(c)), "{st}");
+    // A chunked body over the limit: 413 once the limit is passed.
+    let mut s2 = TcpStream::connect(addr).unwrap();
+    let mut r2 = BufReader::new(s2.try_clone().unwrap());
+    write!(s2, "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n").unwrap();
+    for _ in 0..3 {
+        write!(s2, "1000\r\n{}\r\n", "x".repeat(4096)).unwrap();
+    }
+    let (st, _) = read_response(&mut r2);
     assert!(st.contains("413"), "{st}");
+    // A head over the limit: 431.
+    let mut s2 = TcpStream::connect(addr).unwrap();
+    let mut r2 = BufReader::new(s2.try_clone().unwrap());
+    let _ = write!(
+        s2,
+        "POST / HTTP/1.1\r\nX-Big: {}\r\nContent-Length: 2\r\n\r\n{{}}",
+        "a".repeat(mnemo_guardian_server::http::MAX_HEAD_BYTES + 10)
+    );
+    let (st, _) = read_response(&mut r2);
+    assert!(st.contains("431"), "{st}");
     // Garbage request line.
     let mut s3 = TcpStream::connect(addr).unwrap();
     let mut r3 = BufReader::new(s3.try_clone().unwrap());

@@ -10,15 +10,22 @@
 //! [`open`]: loading a policy file, choosing the store and building a
 //! `Guardian` (shared by the servers, `guard check` and the host hooks).
 //!
+//! Every store it opens is wrapped in [`scrubbed::Scrubbed`]: free text
+//! (`source_id`s) is scrubbed before it is kept and identifiers that
+//! contain a secret are refused, so no secret reaches the database.
+//!
 //! **Must never:** decide anything (the Guardian decides; a store only keeps
 //! what it is given), speak a transport, or lose an acknowledged write: every
 //! method that returns `Ok` has made its change durable within the current
 //! transaction.
 
 pub mod open;
+pub mod read;
+pub mod scrubbed;
 pub mod sqlite;
 
 pub use open::{
     DynStore, GuardOptions, OpenError, default_store_path, load_policy, open_guardian, open_store,
 };
+pub use scrubbed::{Scrubbed, SecretRefused};
 pub use sqlite::SqliteStore;

@@ -1,6 +1,7 @@
 //! Opening a configured Guardian: the policy file, the store the options
 //! name (SQLite by default, in memory on request) and the HMAC key.
 
+use crate::scrubbed::Scrubbed;
 use crate::sqlite::SqliteStore;
 use mnemo_guardian::policy::{HmacKeySource, KeyEncoding, Policy, PolicyError};
 use mnemo_guardian::protocol::{Guardian, GuardianConfig, Transport};
@@ -93,17 +94,18 @@ pub fn default_store_path() -> PathBuf {
 
 /// Opens the store the options name. A long-running server checkpoints
 /// the SQLite WAL on a background thread (see
-/// [`SqliteStore::checkpoint_in_background`]).
+/// [`SqliteStore::checkpoint_in_background`]). Every store is wrapped in
+/// [`Scrubbed`]: nothing unscrubbed is kept.
 pub fn open_store(opts: &GuardOptions, long_running: bool) -> Result<DynStore, OpenError> {
     if opts.memory {
-        return Ok(Box::new(MemoryStore::new()));
+        return Ok(Box::new(Scrubbed::new(MemoryStore::new())));
     }
     let path = opts.store.clone().unwrap_or_else(default_store_path);
     let mut store = SqliteStore::open(&path)?;
     if long_running {
         store.checkpoint_in_background()?;
     }
-    Ok(Box::new(store))
+    Ok(Box::new(Scrubbed::new(store)))
 }
 
 /// Builds a Guardian: policy, HMAC key (from the environment variable the

@@ -268,6 +268,8 @@ pub fn decide_compaction(policy: &Policy, input: &CompactionInput<'_>) -> Decisi
     let mut window_ids: Vec<&str> = Vec::new();
     let mut window_seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
     let mut untrusted_total = 0usize;
+    // Untrusted entries since the last re-grounding (the open window).
+    let mut untrusted_open = 0usize;
     let mut last_reground: Option<&str> = None;
     let mut regrounded_after_taint = false;
     let all = input
@@ -294,12 +296,14 @@ pub fn decide_compaction(policy: &Policy, input: &CompactionInput<'_>) -> Decisi
             }
             last_reground = Some(entry.step_id.as_str());
             window_start = None;
+            untrusted_open = 0;
             window_ids.clear();
             window_seen.clear();
             continue;
         }
         if in_region && !all_trusted {
             untrusted_total += 1;
+            untrusted_open += 1;
             if window_start.is_none() {
                 window_start = Some(idx);
             }
@@ -316,6 +320,7 @@ pub fn decide_compaction(policy: &Policy, input: &CompactionInput<'_>) -> Decisi
     let region_len = input.entries.len();
     let mut aarm = json!({
         "untrusted_entries": untrusted_total,
+        "untrusted_since_regrounding": untrusted_open,
         "regrounding_since": window_start.is_none(),
         "last_regrounding_step_id": last_reground,
         "entries": region_len,
@@ -402,8 +407,8 @@ pub fn decide_compaction(policy: &Policy, input: &CompactionInput<'_>) -> Decisi
             format!(
                 "Compaction would fold policy-untrusted content (earliest at step {}, {} untrusted entr{} since the last re-grounding) into an agent_generated summary. This ends with {}.",
                 earliest.step_id,
-                untrusted_total,
-                if untrusted_total == 1 { "y" } else { "ies" },
+                untrusted_open,
+                if untrusted_open == 1 { "y" } else { "ies" },
                 exit_text(policy)
             ),
             "compaction.on_untrusted",
@@ -474,6 +479,28 @@ mod tests {
             check_compaction(&p, &more, Trigger::SizeThreshold).verdict,
             Verdict::Allow
         );
+    }
+
+    #[test]
+    fn the_deny_counts_untrusted_entries_since_the_last_regrounding() {
+        let p = Policy::default();
+        let entries = [
+            e("s1", "p1", Origin::ToolOutput),
+            e("s2", "p2", Origin::Retrieved),
+            e("s3", "p3", Origin::UserInput),
+            e("s4", "p4", Origin::ToolOutput),
+        ];
+        let d = check_compaction(&p, &entries, Trigger::SizeThreshold);
+        assert_eq!(d.verdict, Verdict::Deny);
+        assert!(
+            d.reasoning
+                .contains("1 untrusted entry since the last re-grounding"),
+            "{}",
+            d.reasoning
+        );
+        assert_eq!(d.policy_data["aarm"]["untrusted_entries"], 3);
+        assert_eq!(d.policy_data["aarm"]["untrusted_since_regrounding"], 1);
+        assert_eq!(d.cited_provenance_ids, ["p4"]);
     }
 
     #[test]

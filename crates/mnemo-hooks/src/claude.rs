@@ -2,17 +2,37 @@
 //! compact, and their origins (pure).
 //!
 //! Lines of type `user` / `assistant` carry `message.content` (a string or
-//! blocks `text`, `tool_use`, `tool_result`, `thinking`…). User text is
-//! `user_input`; `isMeta` lines are `system`; a previous compaction's summary
+//! blocks `text`, `tool_use`, `tool_result`, `thinking`…). Only words the
+//! user typed are `user_input` (and so re-ground): the host's own lines —
+//! `<command-name>/compact</command-name>…`, `<local-command-stdout>…`,
+//! `<system-reminder>`, "[Request interrupted…", and every `isMeta` line —
+//! are `system` (trusted, not re-grounding), and the output of a `!` shell
+//! command (`<bash-stdout>`) is `tool_output`. A previous compaction's summary
 //! (`isCompactSummary`) is `agent_generated` with an unknown lineage; tool
 //! results take their origin from the tool's name ([`super::tool_origin`]);
-//! assistant text is `agent_generated`. Only lines after the last
-//! `compact_boundary` are about to be compacted.
+//! assistant text is `agent_generated`. `attachment` lines put content into
+//! the context without a tool call; each kind has an origin and a source id
+//! ([`attachment_origin`]).
+//!
+//! **Compaction boundaries.** Only lines after the last `compact_boundary`
+//! are about to be compacted, plus the messages that boundary preserved
+//! (`compactMetadata.preservedMessages.uuids`, or the
+//! `preservedSegment` head..tail): those stayed in the model's context
+//! verbatim, so they keep their own origins (and taint), ahead of the
+//! summary. What the adapter cannot know: where the host will split the
+//! next compaction between the summarised prefix and the kept tail (the
+//! hook input does not say), so every entry of the region is judged as if
+//! it were summarised — the conservative side: a deny may come from
+//! untrusted content that would have been kept, an allow never hides
+//! untrusted content that gets summarised. The lineage of the previous
+//! summary is not in the transcript (it resolves by the policy's
+//! `unknown_lineage`).
 //!
 //! Each line is first read with a typed, borrowing parser that skips the
-//! large members (tool outputs, text) without building them; a line it
-//! rejects is read again leniently as a `serde_json::Value`, so an odd line
-//! is never silently dropped if it is JSON at all.
+//! large members (tool outputs, text) without building them (text keeps a
+//! short prefix only); a line it rejects is read again leniently as a
+//! `serde_json::Value`, so an odd line is never silently dropped if it is
+//! JSON at all.
 
 use super::{entry, tool_origin};
 use mnemo_acs::model::Origin;
@@ -21,10 +41,43 @@ use serde::Deserialize;
 use serde::de::{Deserializer, IgnoredAny, SeqAccess, Visitor};
 use serde_json::Value;
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// Provenance id standing for a previous compaction's unknown lineage.
 pub const PRIOR_COMPACTION: &str = "claude-code:prior-compaction";
+
+/// How many leading bytes of a text the mapping looks at.
+const PREFIX: usize = 64;
+
+/// The first [`PREFIX`] bytes of a string member (never the whole text).
+#[derive(Debug, Default, Clone)]
+struct Prefix(String);
+
+impl Prefix {
+    fn of(s: &str) -> Prefix {
+        let mut end = s.len().min(PREFIX);
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        Prefix(s[..end].to_string())
+    }
+}
+
+impl<'de> Deserialize<'de> for Prefix {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Prefix;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_str<E>(self, s: &str) -> Result<Prefix, E> {
+                Ok(Prefix::of(s))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
 
 /// What the mapping needs from one line.
 #[derive(Debug, Default)]
@@ -34,27 +87,31 @@ struct Facts<'a> {
     compact_boundary: bool,
     is_meta: bool,
     is_summary: bool,
-    content: Content<'a>,
+    content: Content,
+    attachment: Option<Attachment>,
+    preserved: Option<Preserved>,
 }
 
 #[derive(Debug, Default)]
-enum Content<'a> {
+enum Content {
     #[default]
     None,
-    Text,
-    Blocks(Vec<Block<'a>>),
+    Text(Prefix),
+    Blocks(Vec<Block>),
 }
 
 #[derive(Debug, Default, Deserialize)]
-struct Block<'a> {
-    #[serde(rename = "type", borrow, default)]
-    kind: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    id: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    name: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    tool_use_id: Option<Cow<'a, str>>,
+struct Block {
+    #[serde(rename = "type", default)]
+    kind: Option<String>,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    tool_use_id: Option<String>,
+    #[serde(default)]
+    text: Option<Prefix>,
     #[serde(default)]
     input: Option<Input>,
 }
@@ -63,6 +120,40 @@ struct Block<'a> {
 struct Input {
     #[serde(default)]
     url: Option<String>,
+}
+
+/// An `attachment` line's kind and the members that name its source.
+#[derive(Debug, Default, Clone, Deserialize)]
+pub struct Attachment {
+    /// `file`, `mcp_resource`, `hook_additional_context`, …
+    #[serde(rename = "type", default)]
+    pub kind: String,
+    /// `file` / `directory`: the path.
+    #[serde(default)]
+    pub path: Option<String>,
+    /// `file`: the file name.
+    #[serde(default)]
+    pub filename: Option<String>,
+    /// `mcp_resource`: the server.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// `mcp_resource`: the resource URI.
+    #[serde(default)]
+    pub uri: Option<String>,
+    /// `hook_additional_context`: the hook.
+    #[serde(rename = "hookName", default)]
+    pub hook_name: Option<String>,
+    /// `hook_additional_context`: the hook event.
+    #[serde(rename = "hookEvent", default)]
+    pub hook_event: Option<String>,
+}
+
+/// The messages a `compact_boundary` kept verbatim.
+#[derive(Debug, Default, Clone)]
+struct Preserved {
+    uuids: Vec<String>,
+    head: Option<String>,
+    tail: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -77,36 +168,70 @@ struct TypedLine<'a> {
     is_meta: Option<bool>,
     #[serde(rename = "isCompactSummary", default)]
     is_summary: Option<bool>,
-    #[serde(borrow, default)]
-    message: Option<TypedMessage<'a>>,
+    #[serde(default)]
+    message: Option<TypedMessage>,
+    #[serde(default)]
+    attachment: Option<Attachment>,
+    #[serde(rename = "compactMetadata", default)]
+    compact_metadata: Option<CompactMeta>,
 }
 
 #[derive(Deserialize)]
-struct TypedMessage<'a> {
-    #[serde(borrow, default)]
-    content: Content<'a>,
+struct CompactMeta {
+    #[serde(rename = "preservedSegment", default)]
+    preserved_segment: Option<Segment>,
+    #[serde(rename = "preservedMessages", default)]
+    preserved_messages: Option<Messages>,
 }
 
-impl<'de: 'a, 'a> Deserialize<'de> for Content<'a> {
+#[derive(Deserialize)]
+struct Segment {
+    #[serde(rename = "headUuid", default)]
+    head: Option<String>,
+    #[serde(rename = "tailUuid", default)]
+    tail: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Messages {
+    #[serde(default)]
+    uuids: Vec<String>,
+}
+
+impl CompactMeta {
+    fn preserved(self) -> Option<Preserved> {
+        let uuids = self.preserved_messages.map(|m| m.uuids).unwrap_or_default();
+        let (head, tail) = self
+            .preserved_segment
+            .map(|s| (s.head, s.tail))
+            .unwrap_or_default();
+        (!uuids.is_empty() || head.is_some()).then_some(Preserved { uuids, head, tail })
+    }
+}
+
+#[derive(Deserialize)]
+struct TypedMessage {
+    #[serde(default)]
+    content: Content,
+}
+
+impl<'de> Deserialize<'de> for Content {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<'a>(std::marker::PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
-            type Value = Content<'a>;
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Content;
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str("a string or an array of content blocks")
             }
-            fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
-                Ok(Content::Text)
-            }
-            fn visit_borrowed_str<E>(self, _: &'de str) -> Result<Self::Value, E> {
-                Ok(Content::Text)
+            fn visit_str<E>(self, s: &str) -> Result<Self::Value, E> {
+                Ok(Content::Text(Prefix::of(s)))
             }
             fn visit_unit<E>(self) -> Result<Self::Value, E> {
                 Ok(Content::None)
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
                 let mut blocks = Vec::new();
-                while let Some(b) = seq.next_element::<Block<'a>>()? {
+                while let Some(b) = seq.next_element::<Block>()? {
                     blocks.push(b);
                 }
                 Ok(Content::Blocks(blocks))
@@ -119,7 +244,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Content<'a> {
                 Ok(Content::None)
             }
         }
-        d.deserialize_any(V(std::marker::PhantomData))
+        d.deserialize_any(V)
     }
 }
 
@@ -132,13 +257,15 @@ fn typed(line: &str) -> Option<Facts<'_>> {
         is_meta: t.is_meta.unwrap_or(false),
         is_summary: t.is_summary.unwrap_or(false),
         content: t.message.map(|m| m.content).unwrap_or_default(),
+        attachment: t.attachment,
+        preserved: t.compact_metadata.and_then(CompactMeta::preserved),
     })
 }
 
 fn lenient(v: &Value) -> Facts<'static> {
-    let s = |x: Option<&Value>| x.and_then(Value::as_str).map(|s| Cow::Owned(s.to_string()));
+    let s = |x: Option<&Value>| x.and_then(Value::as_str).map(str::to_string);
     let content = match v.get("message").and_then(|m| m.get("content")) {
-        Some(Value::String(_)) => Content::Text,
+        Some(Value::String(t)) => Content::Text(Prefix::of(t)),
         Some(Value::Array(items)) => Content::Blocks(
             items
                 .iter()
@@ -147,6 +274,7 @@ fn lenient(v: &Value) -> Facts<'static> {
                     id: s(b.get("id")),
                     name: s(b.get("name")),
                     tool_use_id: s(b.get("tool_use_id")),
+                    text: b.get("text").and_then(Value::as_str).map(Prefix::of),
                     input: Some(Input {
                         url: b
                             .get("input")
@@ -159,63 +287,235 @@ fn lenient(v: &Value) -> Facts<'static> {
         ),
         _ => Content::None,
     };
+    let attachment = v.get("attachment").map(|a| Attachment {
+        kind: s(a.get("type")).unwrap_or_default(),
+        path: s(a.get("path")),
+        filename: s(a.get("filename")),
+        server: s(a.get("server")),
+        uri: s(a.get("uri")),
+        hook_name: s(a.get("hookName")),
+        hook_event: s(a.get("hookEvent")),
+    });
+    let preserved = v
+        .get("compactMetadata")
+        .cloned()
+        .and_then(|m| serde_json::from_value::<CompactMeta>(m).ok())
+        .and_then(CompactMeta::preserved);
     Facts {
-        kind: s(v.get("type")).unwrap_or(Cow::Borrowed("")),
-        uuid: s(v.get("uuid")),
+        kind: Cow::Owned(s(v.get("type")).unwrap_or_default()),
+        uuid: s(v.get("uuid")).map(Cow::Owned),
         compact_boundary: v.get("subtype").and_then(Value::as_str) == Some("compact_boundary"),
-        is_meta: v.get("isMeta").and_then(Value::as_bool).unwrap_or(false),
-        is_summary: v
-            .get("isCompactSummary")
-            .and_then(Value::as_bool)
-            .unwrap_or(false),
+        is_meta: v.get("isMeta").and_then(Value::as_bool) == Some(true),
+        is_summary: v.get("isCompactSummary").and_then(Value::as_bool) == Some(true),
         content,
+        attachment,
+        preserved,
     }
 }
 
-/// The entries of a transcript that a compaction now would fold, oldest first,
-/// and the number of lines that did not parse.
-pub fn transcript_entries(jsonl: &str) -> (Vec<EntryProvenance>, usize) {
-    let mut entries = Vec::new();
-    let mut bad = 0usize;
-    // tool_use id → (tool name, URL of a web fetch)
-    let mut tools: HashMap<String, (String, Option<String>)> = HashMap::new();
-    for (i, line) in jsonl.lines().enumerate() {
+/// Origin and source id of a user-role text, from how it starts: the host's
+/// own lines are `system` (source `claude-code:host`), `!` shell output is
+/// `tool_output`, anything else is what the user typed.
+pub fn user_text_origin(text: &str) -> (Origin, &'static str) {
+    let t = text.trim_start();
+    const HOST: [&str; 7] = [
+        "<command-name>",
+        "<command-message>",
+        "<command-args>",
+        "<local-command-",
+        "<system-reminder>",
+        "[Request interrupted",
+        "Caveat: The messages below were generated",
+    ];
+    if t.starts_with("<bash-stdout>") || t.starts_with("<bash-stderr>") {
+        return (Origin::ToolOutput, "claude-code:bash-mode");
+    }
+    if t.starts_with("<task-notification>") {
+        return (Origin::ToolOutput, "claude-code:task-notification");
+    }
+    if HOST.iter().any(|h| t.starts_with(h)) {
+        return (Origin::System, "claude-code:host");
+    }
+    (Origin::UserInput, "claude-code:user")
+}
+
+/// Origin and source id of an `attachment` line, by kind. Content from a
+/// file, a directory, an IDE selection, an MCP resource, a hook or another
+/// agent is untrusted by default (as the same content read through a tool
+/// would be); the host's own reminders and the user's memory files are
+/// `system`; a command the user queued is `user_input`. An unknown kind is
+/// `tool_output` (untrusted by default), never dropped.
+///
+/// Source ids: `file:<path>`, `mcp__<server>` style server name for
+/// resources (the same id as that server's tools), `claude-code:hook:<name>`,
+/// `claude-code:teammate`, `claude-code:memory`, `claude-code:host`,
+/// `claude-code:attachment:<kind>`.
+pub fn attachment_origin(a: &Attachment) -> (Origin, String) {
+    let path = || {
+        a.path
+            .clone()
+            .or_else(|| a.filename.clone())
+            .unwrap_or_default()
+    };
+    match a.kind.as_str() {
+        "file"
+        | "directory"
+        | "pdf_reference"
+        | "compact_file_reference"
+        | "edited_text_file"
+        | "selected_lines_in_ide"
+        | "opened_file_in_ide"
+        | "image" => (Origin::ToolOutput, format!("file:{}", path())),
+        "mcp_resource" | "mcp_resource_template" => (
+            Origin::ToolOutput,
+            a.server.clone().unwrap_or_else(|| "mcp".into()),
+        ),
+        "hook_additional_context" | "hook_success" | "hook_blocking_error" => (
+            Origin::ToolOutput,
+            format!(
+                "claude-code:hook:{}",
+                a.hook_name
+                    .as_deref()
+                    .or(a.hook_event.as_deref())
+                    .unwrap_or("unknown")
+            ),
+        ),
+        "teammate_mailbox" | "teammate_shutdown_batch" => {
+            (Origin::A2aInbound, "claude-code:teammate".into())
+        }
+        "queued_command" => (Origin::UserInput, "claude-code:user".into()),
+        "nested_memory" | "memory" | "claude_md" => (Origin::System, "claude-code:memory".into()),
+        "todo"
+        | "todo_reminder"
+        | "plan_mode"
+        | "plan_mode_exit"
+        | "date_change"
+        | "critical_system_reminder"
+        | "goal_status"
+        | "deferred_tools"
+        | "skill_listing"
+        | "token_usage"
+        | "output_style" => (Origin::System, "claude-code:host".into()),
+        other => (
+            Origin::ToolOutput,
+            format!("claude-code:attachment:{other}"),
+        ),
+    }
+}
+
+/// Maps transcript lines to entries, one line at a time, keeping only what
+/// a compaction now would fold (bounded by the region, not the file).
+#[derive(Debug, Default)]
+pub struct Mapper {
+    entries: Vec<EntryProvenance>,
+    bad: usize,
+    /// tool_use id → (tool name, URL of a web fetch)
+    tools: HashMap<String, (String, Option<String>)>,
+    /// Preserved uuids of the last boundary that were not seen before it.
+    missing_preserved: Vec<String>,
+    /// Where the summary goes (ahead of the preserved entries).
+    summary_slot: Option<usize>,
+}
+
+impl Mapper {
+    /// A mapper with nothing seen yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Maps one line (`lineno` is 1-based, for step ids of lines without a uuid).
+    pub fn line(&mut self, line: &str, lineno: usize) {
         if line.trim().is_empty() {
-            continue;
+            return;
         }
         let facts = match typed(line) {
             Some(f) => f,
             None => match serde_json::from_str::<Value>(line) {
                 Ok(v) => lenient(&v),
                 Err(_) => {
-                    bad += 1;
-                    continue;
+                    self.bad += 1;
+                    return;
                 }
             },
         };
+        self.facts(facts, lineno);
+    }
+
+    fn boundary(&mut self, preserved: Option<Preserved>) {
+        let Some(p) = preserved else {
+            self.entries.clear();
+            self.summary_slot = Some(0);
+            self.missing_preserved.clear();
+            return;
+        };
+        let mut keep: HashSet<&str> = p.uuids.iter().map(String::as_str).collect();
+        if p.uuids.is_empty() {
+            // Only the segment: head..=tail in transcript order.
+            let head = p.head.as_deref().unwrap_or("");
+            let tail = p.tail.as_deref().unwrap_or(head);
+            let mut inside = false;
+            for e in &self.entries {
+                if e.step_id == head {
+                    inside = true;
+                }
+                if inside {
+                    keep.insert(e.step_id.as_str());
+                }
+                if e.step_id == tail {
+                    break;
+                }
+            }
+            if !inside {
+                keep.insert(head);
+                keep.insert(tail);
+            }
+        }
+        let seen: HashSet<String> = self.entries.iter().map(|e| e.step_id.clone()).collect();
+        let mut missing: Vec<String> = keep
+            .iter()
+            .filter(|u| !seen.contains(**u))
+            .map(|u| u.to_string())
+            .collect();
+        missing.sort();
+        let keep: HashSet<String> = keep.into_iter().map(str::to_string).collect();
+        self.entries.retain(|e| keep.contains(&e.step_id));
+        self.missing_preserved = missing;
+        self.summary_slot = Some(0);
+    }
+
+    fn facts(&mut self, facts: Facts<'_>, lineno: usize) {
         let step = facts
             .uuid
             .as_deref()
             .map(str::to_string)
-            .unwrap_or_else(|| format!("line-{}", i + 1));
+            .unwrap_or_else(|| format!("line-{lineno}"));
         match facts.kind.as_ref() {
-            "system" if facts.compact_boundary => entries.clear(),
+            "system" if facts.compact_boundary => self.boundary(facts.preserved),
+            "attachment" => {
+                let a = facts.attachment.unwrap_or_default();
+                let (o, src) = attachment_origin(&a);
+                self.entries.push(entry(step, vec![(o, Some(src))]));
+            }
             "user" => {
-                let text_origin = if facts.is_meta {
-                    Origin::System
-                } else {
-                    Origin::UserInput
+                let meta = |(o, src): (Origin, &'static str)| {
+                    if facts.is_meta {
+                        (Origin::System, Some("claude-code:meta".to_string()))
+                    } else {
+                        (o, Some(src.to_string()))
+                    }
                 };
                 let mut items: Vec<(Origin, Option<String>)> = Vec::new();
                 match &facts.content {
-                    Content::Text if facts.is_summary => items.push((Origin::AgentGenerated, None)),
-                    Content::Text => items.push((text_origin, Some("claude-code:user".into()))),
+                    Content::Text(_) if facts.is_summary => {
+                        items.push((Origin::AgentGenerated, None))
+                    }
+                    Content::Text(t) => items.push(meta(user_text_origin(&t.0))),
                     Content::Blocks(blocks) => {
                         for b in blocks {
                             match b.kind.as_deref() {
                                 Some("tool_result") => {
                                     let id = b.tool_use_id.as_deref().unwrap_or("");
-                                    let (o, src) = match tools.get(id) {
+                                    let (o, src) = match self.tools.get(id) {
                                         Some((name, url)) => {
                                             let input = url
                                                 .as_ref()
@@ -229,8 +529,12 @@ pub fn transcript_entries(jsonl: &str) -> (Vec<EntryProvenance>, usize) {
                                 Some("text") if facts.is_summary => {
                                     items.push((Origin::AgentGenerated, None))
                                 }
-                                Some("text" | "image" | "document") => {
-                                    items.push((text_origin, Some("claude-code:user".into())));
+                                Some("text") => {
+                                    let t = b.text.as_ref().map(|p| p.0.as_str()).unwrap_or("");
+                                    items.push(meta(user_text_origin(t)));
+                                }
+                                Some("image" | "document") => {
+                                    items.push(meta((Origin::UserInput, "claude-code:user")));
                                 }
                                 _ => {}
                             }
@@ -245,8 +549,13 @@ pub fn transcript_entries(jsonl: &str) -> (Vec<EntryProvenance>, usize) {
                             p.source_id = Some("claude-code:compact-summary".into());
                             p.derived_from.push(PRIOR_COMPACTION.into());
                         }
+                        match self.summary_slot.take() {
+                            Some(at) if at <= self.entries.len() => self.entries.insert(at, e),
+                            _ => self.entries.push(e),
+                        }
+                        return;
                     }
-                    entries.push(e);
+                    self.entries.push(e);
                 }
             }
             "assistant" => {
@@ -260,7 +569,7 @@ pub fn transcript_entries(jsonl: &str) -> (Vec<EntryProvenance>, usize) {
                                         (b.id.as_deref(), b.name.as_deref())
                                     {
                                         let url = b.input.as_ref().and_then(|i| i.url.clone());
-                                        tools.insert(id.to_string(), (name.to_string(), url));
+                                        self.tools.insert(id.to_string(), (name.to_string(), url));
                                     }
                                 }
                                 Some("text") => items.push((Origin::AgentGenerated, None)),
@@ -268,15 +577,35 @@ pub fn transcript_entries(jsonl: &str) -> (Vec<EntryProvenance>, usize) {
                             }
                         }
                     }
-                    Content::Text => items.push((Origin::AgentGenerated, None)),
+                    Content::Text(_) => items.push((Origin::AgentGenerated, None)),
                     Content::None => {}
                 }
                 if !items.is_empty() {
-                    entries.push(entry(step, items));
+                    self.entries.push(entry(step, items));
                 }
             }
             _ => {}
         }
     }
-    (entries, bad)
+
+    /// Preserved messages the last boundary named that were not found
+    /// before it (the reader then did not see the whole kept context).
+    pub fn missing_preserved(&self) -> &[String] {
+        &self.missing_preserved
+    }
+
+    /// The entries (oldest first) and the number of lines that did not parse.
+    pub fn finish(self) -> (Vec<EntryProvenance>, usize) {
+        (self.entries, self.bad)
+    }
+}
+
+/// The entries of a transcript that a compaction now would fold, oldest first,
+/// and the number of lines that did not parse.
+pub fn transcript_entries(jsonl: &str) -> (Vec<EntryProvenance>, usize) {
+    let mut m = Mapper::new();
+    for (i, line) in jsonl.lines().enumerate() {
+        m.line(line, i + 1);
+    }
+    m.finish()
 }

@@ -7,14 +7,25 @@
 //! `system`: `system`), `function_call` / `custom_tool_call` /
 //! `local_shell_call` (remembered by `call_id`), `*_output` items (origin from
 //! the tool name, MCP tools `server__tool` or `mcp__server__tool` with the
-//! server as source id), `web_search_call` (`external`). A `compacted` line
-//! starts a new region.
+//! server as source id; an MCP call's `namespace: "mcp__<server>"` names
+//! the server), `web_search_call` (`external`). A `compacted` line starts a
+//! new region holding its `replacement_history` (the items that stay in
+//! context; the summary in it, and a `compacted` line without one, is
+//! `agent_generated` with the previous compaction's unknown lineage, which
+//! the policy's `unknown_lineage` resolves: a compaction never clears the
+//! taint by itself).
 
 use super::{entry, tool_origin};
 use mnemo_acs::model::Origin;
 use mnemo_guardian::decide::EntryProvenance;
 use serde_json::Value;
 use std::collections::HashMap;
+
+/// Provenance id standing for a previous compaction's unknown lineage.
+pub const PRIOR_COMPACTION: &str = "codex:prior-compaction";
+
+/// How Codex starts the summary message of a compacted history.
+const SUMMARY_PREFIX: &str = "Another language model started to solve this problem";
 
 fn is_injected(text: &str) -> bool {
     let t = text.trim_start();
@@ -34,33 +45,67 @@ fn codex_tool_origin(name: &str) -> (Origin, String) {
     tool_origin(name, None)
 }
 
-/// The entries a compaction now would fold, oldest first, and the number of
-/// lines that did not parse.
-pub fn transcript_entries(jsonl: &str) -> (Vec<EntryProvenance>, usize) {
-    let mut entries = Vec::new();
-    let mut bad = 0usize;
-    let mut calls: HashMap<String, String> = HashMap::new();
-    for (i, line) in jsonl.lines().enumerate() {
+/// Maps rollout lines to entries, one line at a time.
+#[derive(Debug, Default)]
+pub struct Mapper {
+    entries: Vec<EntryProvenance>,
+    bad: usize,
+    /// call_id → the source id of its output
+    calls: HashMap<String, (Origin, String)>,
+}
+
+fn summary_entry(step: String) -> EntryProvenance {
+    let mut e = entry(
+        step,
+        vec![(Origin::AgentGenerated, Some("codex:compact-summary".into()))],
+    );
+    for p in &mut e.provenance {
+        p.derived_from.push(PRIOR_COMPACTION.into());
+    }
+    e
+}
+
+impl Mapper {
+    /// A mapper with nothing seen yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Maps one line (`lineno` is 1-based: step ids are `line-N`).
+    pub fn line(&mut self, line: &str, lineno: usize) {
         if line.trim().is_empty() {
-            continue;
+            return;
         }
         let Ok(v) = serde_json::from_str::<Value>(line) else {
-            bad += 1;
-            continue;
+            self.bad += 1;
+            return;
         };
-        let step = format!("line-{}", i + 1);
-        let item = match v.get("type").and_then(Value::as_str) {
-            Some("response_item") => match v.get("payload") {
-                Some(p) => p,
-                None => continue,
-            },
-            Some("compacted") => {
-                entries.clear();
-                continue;
+        let step = format!("line-{lineno}");
+        match v.get("type").and_then(Value::as_str) {
+            Some("response_item") => {
+                if let Some(p) = v.get("payload") {
+                    self.item(p, step);
+                }
             }
-            Some("session_meta" | "turn_context" | "event_msg") => continue,
-            _ => &v,
-        };
+            Some("compacted") => {
+                self.entries.clear();
+                let payload = v.get("payload").unwrap_or(&v);
+                let history = payload.get("replacement_history").and_then(Value::as_array);
+                match history {
+                    Some(items) if !items.is_empty() => {
+                        for (k, item) in items.iter().enumerate() {
+                            self.item(item, format!("{step}.{}", k + 1));
+                        }
+                    }
+                    _ => self.entries.push(summary_entry(step)),
+                }
+            }
+            Some("session_meta" | "turn_context" | "event_msg") => {}
+            _ => self.item(&v, step),
+        }
+    }
+
+    fn item(&mut self, item: &Value, step: String) {
         let mut items: Vec<(Origin, Option<String>)> = Vec::new();
         match item.get("type").and_then(Value::as_str).unwrap_or("") {
             "message" => {
@@ -74,6 +119,14 @@ pub fn transcript_entries(jsonl: &str) -> (Vec<EntryProvenance>, usize) {
                             .collect()
                     })
                     .unwrap_or_default();
+                if role == "user"
+                    && texts
+                        .iter()
+                        .any(|t| t.trim_start().starts_with(SUMMARY_PREFIX))
+                {
+                    self.entries.push(summary_entry(step));
+                    return;
+                }
                 for t in texts {
                     let o = match role {
                         "user" if is_injected(t) => Origin::System,
@@ -94,28 +147,46 @@ pub fn transcript_entries(jsonl: &str) -> (Vec<EntryProvenance>, usize) {
                     .get("name")
                     .and_then(Value::as_str)
                     .unwrap_or("local_shell");
+                let origin = match item.get("namespace").and_then(Value::as_str) {
+                    Some(ns) if ns.starts_with("mcp__") => {
+                        let server = ns.trim_start_matches("mcp__");
+                        (Origin::ToolOutput, server.to_string())
+                    }
+                    _ => codex_tool_origin(name),
+                };
                 if let Some(id) = item.get("call_id").and_then(Value::as_str) {
-                    calls.insert(id.to_string(), name.to_string());
+                    self.calls.insert(id.to_string(), origin);
                 }
             }
             t if t.ends_with("_output") => {
-                let name = item
+                let origin = item
                     .get("call_id")
                     .and_then(Value::as_str)
-                    .and_then(|id| calls.get(id))
-                    .map(String::as_str);
-                let (o, src) = match name {
-                    Some(n) => codex_tool_origin(n),
-                    None => (Origin::ToolOutput, "unknown-tool".into()),
-                };
-                items.push((o, Some(src)));
+                    .and_then(|id| self.calls.get(id))
+                    .cloned()
+                    .unwrap_or((Origin::ToolOutput, "unknown-tool".into()));
+                items.push((origin.0, Some(origin.1)));
             }
             "web_search_call" => items.push((Origin::External, Some("web_search".into()))),
             _ => {}
         }
         if !items.is_empty() {
-            entries.push(entry(step, items));
+            self.entries.push(entry(step, items));
         }
     }
-    (entries, bad)
+
+    /// The entries (oldest first) and the number of lines that did not parse.
+    pub fn finish(self) -> (Vec<EntryProvenance>, usize) {
+        (self.entries, self.bad)
+    }
+}
+
+/// The entries a compaction now would fold, oldest first, and the number of
+/// lines that did not parse.
+pub fn transcript_entries(jsonl: &str) -> (Vec<EntryProvenance>, usize) {
+    let mut m = Mapper::new();
+    for (i, line) in jsonl.lines().enumerate() {
+        m.line(line, i + 1);
+    }
+    m.finish()
 }

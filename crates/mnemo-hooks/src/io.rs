@@ -150,6 +150,6 @@ fn fresh_request_id(session: &str, entries: usize) -> String {
         &x[8..12],
         &x[12..16],
         &x[16..20],
-        &x[20..]
+        &x[20..32]
     )
 }

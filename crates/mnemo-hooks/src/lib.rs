@@ -110,7 +110,10 @@ pub fn render(host: Host, style: BlockStyle, d: &Decision) -> HookOutput {
         },
         (Host::Codex, _) => HookOutput {
             exit_code: 0,
-            stdout: serde_json::json!({"continue": false, "stopReason": reason}).to_string() + "\n",
+            // `codex exec` shows no stopReason: systemMessage says it too.
+            stdout: serde_json::json!({"continue": false, "stopReason": reason, "systemMessage": reason})
+                .to_string()
+                + "\n",
             stderr: format!("{reason}\n"),
         },
     }

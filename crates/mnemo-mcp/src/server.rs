@@ -372,9 +372,51 @@ pub fn strip_nonstandard_formats(v: &mut serde_json::Value) {
     }
 }
 
+/// Rewrites every `"type": [A, B, …]` (schemars' spelling of `Option<T>`:
+/// `["string", "null"]`) as `"anyOf": [{"type": A}, {"type": B}, …]`, at any
+/// depth. Both are legal JSON Schema, but clients that map tool schemas onto
+/// a single-`type` dialect reject or weaken the array form (the MCP
+/// Inspector's `--strict` check warns about it). The other keywords stay
+/// where they are: each applies only to instances of its own type, so the
+/// meaning does not change. An object that already has an `anyOf` gets the
+/// new one beside it under `allOf`.
+pub fn split_type_arrays(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::Object(map) => {
+            map.values_mut().for_each(split_type_arrays);
+            if let Some(serde_json::Value::Array(types)) = map.get("type") {
+                let branches: Vec<serde_json::Value> = types
+                    .iter()
+                    .map(|t| serde_json::json!({ "type": t }))
+                    .collect();
+                map.remove("type");
+                let any_of = serde_json::Value::Array(branches);
+                match map.remove("anyOf") {
+                    None => {
+                        map.insert("anyOf".into(), any_of);
+                    }
+                    Some(existing) => {
+                        let mut all = match map.remove("allOf") {
+                            Some(serde_json::Value::Array(a)) => a,
+                            Some(other) => vec![other],
+                            None => Vec::new(),
+                        };
+                        all.push(serde_json::json!({ "anyOf": existing }));
+                        all.push(serde_json::json!({ "anyOf": any_of }));
+                        map.insert("allOf".into(), serde_json::Value::Array(all));
+                    }
+                }
+            }
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(split_type_arrays),
+        _ => {}
+    }
+}
+
 fn standard_schema(schema: &Arc<rmcp::model::JsonObject>) -> Arc<rmcp::model::JsonObject> {
     let mut v = serde_json::Value::Object(schema.as_ref().clone());
     strip_nonstandard_formats(&mut v);
+    split_type_arrays(&mut v);
     match v {
         serde_json::Value::Object(map) => Arc::new(map),
         _ => Arc::clone(schema),

@@ -122,6 +122,14 @@ pub enum StoreError {
         /// The rules that fired, comma-separated.
         rules: String,
     },
+    /// A namespace looks like a secret.
+    #[error(
+        "the namespace looks like it contains a secret ({rules}); namespaces are stored verbatim, so choose one without it"
+    )]
+    SecretInNamespace {
+        /// The rules that fired, comma-separated.
+        rules: String,
+    },
     /// No memory matches the selector.
     #[error("no memory {0}")]
     NotFound(String),
@@ -978,6 +986,14 @@ impl MemoryStore for SqliteStore {
 
         // Scrub everything before it gets near the database (fail closed).
         let scrubber = scrubber()?;
+        let found = scrubber.find(&req.namespace);
+        if !found.is_empty() {
+            let mut rules: Vec<String> = found.into_iter().map(|f| f.rule).collect();
+            rules.dedup();
+            return Err(StoreError::SecretInNamespace {
+                rules: rules.join(", "),
+            });
+        }
         if let Some(key) = req.key.as_deref() {
             let found = scrubber.find(key);
             if !found.is_empty() {

@@ -34,6 +34,27 @@ fn formats(v: &Value, out: &mut Vec<String>) {
     }
 }
 
+/// Paths of every `"type"` whose value is an array (`["string", "null"]`),
+/// which single-type client dialects reject.
+fn type_arrays(v: &Value, path: &str, out: &mut Vec<String>) {
+    match v {
+        Value::Object(m) => {
+            if let Some(Value::Array(_)) = m.get("type") {
+                out.push(path.to_string());
+            }
+            for (k, x) in m {
+                type_arrays(x, &format!("{path}/{k}"), out);
+            }
+        }
+        Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                type_arrays(x, &format!("{path}/{i}"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
 #[tokio::test]
 async fn tool_schemas_are_standard_json_schema() {
     let dir = tempfile::tempdir().unwrap();
@@ -67,6 +88,13 @@ async fn tool_schemas_are_standard_json_schema() {
                     .iter()
                     .all(|f| !f.starts_with("uint") && !f.starts_with("int")),
                 "{} {kind} schema has formats {found:?}",
+                t.name
+            );
+            let mut arrays = Vec::new();
+            type_arrays(s, "", &mut arrays);
+            assert!(
+                arrays.is_empty(),
+                "{} {kind} schema has type arrays at {arrays:?}",
                 t.name
             );
             assert!(

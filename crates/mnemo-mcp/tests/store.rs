@@ -190,6 +190,32 @@ fn a_key_that_looks_like_a_secret_is_refused() {
 }
 
 #[test]
+fn a_namespace_that_looks_like_a_secret_is_refused() {
+    let f = fixture();
+    // Namespaces allow letters, digits and `._:/-`: enough for many tokens.
+    for ns in [
+        "AKIAQYLPMN5HHHFPZAM2",
+        "xoxb-2401877309-1198277430455-a1B2c3D4e5F6g7H8i9J0k1L2",
+        "team/sk-proj-a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6",
+    ] {
+        let err = f
+            .store
+            .store(StoreRequest {
+                value: "v".to_string(),
+                namespace: ns.to_string(),
+                key: None,
+                metadata: None,
+            })
+            .unwrap_err();
+        assert!(
+            matches!(err, StoreError::SecretInNamespace { .. }),
+            "{ns}: {err:?}"
+        );
+    }
+    assert_eq!(f.store.stats().unwrap().total, 0);
+}
+
+#[test]
 fn invalid_inputs_are_errors() {
     let f = fixture();
     let bad = |value: &str, ns: &str, key: Option<&str>| {

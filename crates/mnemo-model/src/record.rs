@@ -231,6 +231,11 @@ pub struct SummaryRecord {
     /// Feature slug.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub feature: Option<String>,
+    /// The subtask this summary reports on (`task`, `task_id`, `id`,
+    /// `title` or `subtask`): the discriminator of the §17 key when one
+    /// agent returns several summaries in one phase.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
     /// Files the phase changed.
     pub files_changed: Vec<String>,
     /// What was done.
@@ -288,6 +293,11 @@ pub const KNOWN_FIELDS: &[&str] = &[
     "phase",
     "date",
     "feature",
+    "task",
+    "task_id",
+    "id",
+    "title",
+    "subtask",
     "files_changed",
     "files",
     "summary",
@@ -315,6 +325,7 @@ pub(crate) enum Field {
     Phase,
     Date,
     Feature,
+    Task,
     Files,
     Summary,
     Tests,
@@ -351,6 +362,7 @@ pub(crate) fn field_for(key: &str) -> Option<Field> {
         "phase" => Field::Phase,
         "date" => Field::Date,
         "feature" => Field::Feature,
+        "task" | "task_id" | "id" | "title" | "subtask" => Field::Task,
         "files_changed" | "files" => Field::Files,
         "summary" => Field::Summary,
         "tests" => Field::Tests,
@@ -717,6 +729,7 @@ impl SummaryRecord {
                 set_text(&mut self.date, Some(v.into()));
             }
             Field::Feature => set_text(&mut self.feature, Some(v.into())),
+            Field::Task => set_text(&mut self.task, Some(v.into())),
             Field::Files => self.files_changed = split_file_list(v),
             Field::Summary => self.summary = v.to_string(),
             Field::Tests => set_text(&mut self.tests, Some(v.into())),

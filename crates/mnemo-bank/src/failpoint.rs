@@ -1,0 +1,88 @@
+//! Deterministic fault injection for the commit machinery (tests only).
+//!
+//! Every filesystem mutation of a commit, a roll-forward and a rollback is
+//! a numbered *step* ([`step`] is called just before it). With the cargo
+//! feature `failpoints` (enabled for the workspace's tests, never in a
+//! normal build) the environment variable `MNEMO_FAILPOINT` selects one:
+//!
+//! * `kill@N`: the process kills itself with `SIGKILL` just before step N
+//!   (as `kill -9` would, at an exact place instead of an instant);
+//! * `error@N`: step N fails with an injected I/O error;
+//! * `trace`: every step is printed on stderr as `mnemo-failpoint N: what`.
+//!
+//! Without the feature, [`step`] does nothing and is compiled away.
+
+use crate::Result;
+
+#[cfg(feature = "failpoints")]
+mod imp {
+    use std::sync::OnceLock;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    use crate::{BankError, Result};
+
+    #[derive(Clone, Copy)]
+    enum Plan {
+        None,
+        Trace,
+        Kill(u32),
+        Error(u32),
+    }
+
+    static STEP: AtomicU32 = AtomicU32::new(0);
+
+    fn plan() -> Plan {
+        static PLAN: OnceLock<Plan> = OnceLock::new();
+        *PLAN.get_or_init(|| {
+            let v = std::env::var("MNEMO_FAILPOINT").unwrap_or_default();
+            let n = |s: &str| s.trim().parse::<u32>().ok();
+            if v == "trace" {
+                Plan::Trace
+            } else if let Some(k) = v.strip_prefix("kill@").and_then(n) {
+                Plan::Kill(k)
+            } else if let Some(k) = v.strip_prefix("error@").and_then(n) {
+                Plan::Error(k)
+            } else {
+                Plan::None
+            }
+        })
+    }
+
+    pub fn step(what: &str) -> Result<()> {
+        let n = STEP.fetch_add(1, Ordering::SeqCst) + 1;
+        match plan() {
+            Plan::None => Ok(()),
+            Plan::Trace => {
+                eprintln!("mnemo-failpoint {n}: {what}");
+                Ok(())
+            }
+            Plan::Kill(k) if k == n => {
+                eprintln!("mnemo-failpoint {n}: kill -9 before {what}");
+                let pid = std::process::id().to_string();
+                let _ = std::process::Command::new("kill")
+                    .args(["-KILL", &pid])
+                    .status();
+                // `kill` is missing: die without unwinding all the same.
+                std::process::abort()
+            }
+            Plan::Error(k) if k == n => Err(BankError::io(
+                what,
+                std::io::Error::other(format!("injected failure at step {n}")),
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Marks the next filesystem mutation (`what` names it).
+#[cfg(feature = "failpoints")]
+pub fn step(what: &str) -> Result<()> {
+    imp::step(what)
+}
+
+/// Marks the next filesystem mutation (no-op without `failpoints`).
+#[cfg(not(feature = "failpoints"))]
+#[inline(always)]
+pub fn step(_what: &str) -> Result<()> {
+    Ok(())
+}

@@ -1,0 +1,136 @@
+//! `guard http` under a pipelined flood from clients that never read their
+//! answers (reliability issue, item 8): 20 connections × 1 MiB of small
+//! requests. The server's memory stays bounded in total, and a normal
+//! request is answered within a second afterwards. Its own test binary, so
+//! the peak RSS (`VmHWM`) is this flood's alone.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use mnemo_guardian::{Guardian, GuardianConfig, Policy, Transport};
+use mnemo_guardian_server::server;
+use mnemo_guardian_store::SqliteStore;
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+fn status_kib(field: &str) -> u64 {
+    let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    s.lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+fn post(body: &str) -> Vec<u8> {
+    let mut b = format!(
+        "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    b.extend_from_slice(body.as_bytes());
+    b
+}
+
+fn request(rid: u32, method: &str, payload: Value) -> String {
+    json!({"jsonrpc": "2.0", "method": method, "id": rid, "params": {
+        "acs_version": "0.1.0", "request_id": format!("00000000-0000-4000-8000-{rid:012}"),
+        "timestamp": mnemo_guardian::time::format_rfc3339_ms(mnemo_guardian::time::now_ms()),
+        "metadata": {"agent_id": "a", "session_id": "7c9e6679-7425-40de-944b-e07fc1f90ae7"},
+        "payload": payload}})
+    .to_string()
+}
+
+#[test]
+fn twenty_flooding_connections_stay_bounded() {
+    if !std::path::Path::new("/proc/self/status").exists() {
+        mnemo_testkit::skip("needs /proc/self/status to read the peak RSS");
+        return;
+    }
+    let policy = Policy::default();
+    let mut config = GuardianConfig::from_policy(&policy);
+    config.transport = Transport::Http;
+    config.require_handshake = false;
+    let store: server::DynStore = Box::new(SqliteStore::open_in_memory().unwrap());
+    let guardian = Guardian::new(policy, config, store);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || server::serve_listener(guardian, listener));
+    let before = status_kib("VmRSS:");
+
+    // 1 MiB of small pipelined pings per connection, never read.
+    let one = post(&request(1, "system/ping", json!({})));
+    let mut flood = Vec::with_capacity((1 << 20) + one.len());
+    while flood.len() < 1 << 20 {
+        flood.extend_from_slice(&one);
+    }
+    let flood = std::sync::Arc::new(flood);
+    let hogs: Vec<_> = (0..20)
+        .map(|_| {
+            let flood = flood.clone();
+            std::thread::spawn(move || {
+                let mut s = TcpStream::connect(addr).unwrap();
+                s.set_write_timeout(Some(Duration::from_secs(3))).unwrap();
+                // The server stops reading once its answers back up: the
+                // write then times out, which is the backpressure we want.
+                let sent = s.write(&flood[..]).unwrap_or(0);
+                let mut off = sent;
+                while off < flood.len() {
+                    match s.write(&flood[off..]) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => off += n,
+                    }
+                }
+                (s, off)
+            })
+        })
+        .collect();
+    let hogs: Vec<(TcpStream, usize)> = hogs.into_iter().map(|h| h.join().unwrap()).collect();
+    let sent: usize = hogs.iter().map(|h| h.1).sum();
+    std::thread::sleep(Duration::from_millis(500));
+    let during = status_kib("VmRSS:");
+
+    // A normal client is answered promptly while the hogs stay connected.
+    let t = Instant::now();
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.write_all(&post(&request(
+        2,
+        "steps/userMessage",
+        json!({"content": [{"type": "text", "value": "hi",
+            "provenance": {"provenance_id": "p2", "origin": "user_input"}}]}),
+    )))
+    .unwrap();
+    let mut r = BufReader::new(s.try_clone().unwrap());
+    let mut status = String::new();
+    r.read_line(&mut status).unwrap();
+    let mut len = 0usize;
+    loop {
+        let mut h = String::new();
+        r.read_line(&mut h).unwrap();
+        if h.trim().is_empty() {
+            break;
+        }
+        if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
+            len = v.trim().parse().unwrap();
+        }
+    }
+    let mut body = vec![0; len];
+    r.read_exact(&mut body).unwrap();
+    let answered_in = t.elapsed();
+    let v: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(v["result"]["decision"], "allow", "{v}");
+    drop(hogs);
+    std::thread::sleep(Duration::from_millis(300));
+    let after = status_kib("VmRSS:");
+    let peak = status_kib("VmHWM:");
+    eprintln!(
+        "flood: sent {sent} bytes; RSS before {before} KiB, during {during} KiB, after {after} KiB, peak {peak} KiB; answered in {answered_in:?}"
+    );
+    // The test's own flood buffer (1 MiB) and 20 threads are in this too.
+    assert!(peak < 256 * 1024, "peak RSS {peak} KiB");
+    assert!(
+        during.saturating_sub(before) < 64 * 1024,
+        "grew {before} → {during} KiB"
+    );
+    assert!(answered_in < Duration::from_secs(1), "{answered_in:?}");
+}

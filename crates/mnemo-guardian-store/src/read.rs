@@ -1,0 +1,177 @@
+//! Reading a store without changing it (for `mnemo report`): every
+//! session's steps, their chain timestamps and the preCompact decisions.
+//! The file is opened read-only; nothing is created or migrated.
+
+use mnemo_acs::model::{Provenance, Verdict};
+use mnemo_guardian::store::{CompactionRecord, StepRecord, StoreError};
+use rusqlite::{Connection, OpenFlags, params};
+use std::path::Path;
+
+/// One session as the store keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionRecords {
+    /// Session id.
+    pub session_id: String,
+    /// Steps in order, each with the timestamp of its chain entry.
+    pub steps: Vec<(StepRecord, Option<String>)>,
+    /// preCompact decisions in the order they were recorded.
+    pub compactions: Vec<CompactionRecord>,
+}
+
+fn db<T>(r: rusqlite::Result<T>) -> Result<T, StoreError> {
+    r.map_err(StoreError::backend)
+}
+
+fn verdict(s: &str) -> Result<Verdict, StoreError> {
+    match s {
+        "allow" => Ok(Verdict::Allow),
+        "deny" => Ok(Verdict::Deny),
+        "modify" => Ok(Verdict::Modify),
+        other => Err(StoreError::Corrupt(format!("verdict {other}"))),
+    }
+}
+
+/// Every session of the store at `path`, sorted by session id.
+pub fn read_sessions(path: &Path) -> Result<Vec<SessionRecords>, StoreError> {
+    let conn = db(Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    ))?;
+    db(conn.busy_timeout(std::time::Duration::from_secs(5)))?;
+    let mut ids: Vec<String> = Vec::new();
+    {
+        let mut stmt = db(conn.prepare(
+            "SELECT session_id FROM steps UNION SELECT session_id FROM compactions ORDER BY 1",
+        ))?;
+        let rows = db(stmt.query_map([], |r| r.get::<_, String>(0)))?;
+        for r in rows {
+            ids.push(db(r)?);
+        }
+    }
+    let mut out = Vec::new();
+    for id in ids {
+        let mut steps = Vec::new();
+        let mut stmt = db(conn.prepare(
+            "SELECT s.seq, s.step_id, s.method, s.provenance, c.canonical FROM steps s \
+             LEFT JOIN chain c ON c.session_id = s.session_id AND c.seq = s.seq \
+             WHERE s.session_id = ?1 ORDER BY s.seq",
+        ))?;
+        let rows = db(stmt.query_map(params![id], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, String>(3)?,
+                r.get::<_, Option<String>>(4)?,
+            ))
+        }))?;
+        for row in rows {
+            let (seq, step_id, method, prov, canonical) = db(row)?;
+            let provenance: Vec<Provenance> =
+                serde_json::from_str(&prov).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+            let timestamp = canonical.and_then(|c| {
+                serde_json::from_str::<serde_json::Value>(&c)
+                    .ok()?
+                    .get("timestamp")?
+                    .as_str()
+                    .map(str::to_string)
+            });
+            steps.push((
+                StepRecord {
+                    seq: u64::try_from(seq).unwrap_or(0),
+                    step_id,
+                    method,
+                    provenance,
+                },
+                timestamp,
+            ));
+        }
+        let mut compactions = Vec::new();
+        let mut stmt = db(conn.prepare(
+            "SELECT step_id, entries, verdict FROM compactions WHERE session_id = ?1 ORDER BY id",
+        ))?;
+        let rows = db(stmt.query_map(params![id], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+            ))
+        }))?;
+        for row in rows {
+            let (step_id, entries, v) = db(row)?;
+            let entries: Vec<String> =
+                serde_json::from_str(&entries).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+            compactions.push(CompactionRecord {
+                step_id,
+                entries,
+                verdict: verdict(&v)?,
+            });
+        }
+        out.push(SessionRecords {
+            session_id: id,
+            steps,
+            compactions,
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::SqliteStore;
+    use mnemo_acs::model::Origin;
+    use mnemo_guardian::store::SessionStore;
+
+    #[test]
+    fn reads_what_the_store_recorded_without_changing_it() {
+        let dir = std::env::temp_dir().join(format!("mnemo-read-test-{}", std::process::id()));
+        let path = dir.join("g.sqlite3");
+        {
+            let mut s = SqliteStore::open(&path).unwrap();
+            for (seq, sess) in [(1, "b"), (1, "a"), (2, "a")] {
+                s.record_step(
+                    sess,
+                    &StepRecord {
+                        seq,
+                        step_id: format!("{sess}-{seq}"),
+                        method: "steps/preCompact".into(),
+                        provenance: vec![Provenance::new("p1", Origin::ToolOutput, None)],
+                    },
+                )
+                .unwrap();
+                s.append_chain(
+                    sess,
+                    seq,
+                    &format!("{{\"timestamp\":\"2026-12-01T00:00:0{seq}Z\"}}"),
+                    &[0u8; 32],
+                )
+                .unwrap();
+            }
+            s.record_compaction(
+                "a",
+                &CompactionRecord {
+                    step_id: "a-2".into(),
+                    entries: vec!["a-1".into()],
+                    verdict: Verdict::Deny,
+                },
+            )
+            .unwrap();
+        }
+        let before = std::fs::read(&path).unwrap();
+        let got = read_sessions(&path).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), before);
+        assert_eq!(
+            got.iter()
+                .map(|s| s.session_id.as_str())
+                .collect::<Vec<_>>(),
+            ["a", "b"]
+        );
+        assert_eq!(got[0].steps.len(), 2);
+        assert_eq!(got[0].steps[1].1.as_deref(), Some("2026-12-01T00:00:02Z"));
+        assert_eq!(got[0].compactions[0].verdict, Verdict::Deny);
+        assert!(read_sessions(&dir.join("missing.sqlite3")).is_err());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -1,0 +1,223 @@
+//! The scrubber at the session store's edge: [`Scrubbed`] wraps any
+//! [`SessionStore`] so that no string reaches it unscrubbed.
+//!
+//! Free text that the Guardian only keeps (a provenance node's `source_id`:
+//! a tool name, a URL, a path) is scrubbed before it is handed on, so
+//! `https://host/?access_token=ghp_…` is kept as
+//! `https://host/?access_token=[REDACTED:github-pat]`. Identifiers that the
+//! Guardian matches exactly later (session, request and step ids, nonces,
+//! provenance ids and their lineage, compacted entries, method names, the
+//! chain's canonical text) cannot be rewritten without breaking replay
+//! checks and lineage, so a secret in one of them is refused: the write
+//! fails with [`SecretRefused`] (a store error, which the Guardian answers
+//! as an error) and nothing is kept. When the scrubber's rules cannot be
+//! loaded every write is refused (fail closed).
+
+use mnemo_guardian::chain::Hash;
+use mnemo_guardian::store::{
+    CompactionRecord, SessionHandshake, SessionStore, StepRecord, StoreError,
+};
+use mnemo_scrub::Scrubber;
+
+/// A string that looked like a secret and was not stored.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "refused to store {field}: it looks like it contains a secret ({rules}); identifiers are kept verbatim, so send one without it"
+)]
+pub struct SecretRefused {
+    /// What the string was (`session id`, `request id`, …).
+    pub field: &'static str,
+    /// The rules that fired, comma-separated.
+    pub rules: String,
+}
+
+/// A [`SessionStore`] whose every write passes the scrubber first.
+#[derive(Debug)]
+pub struct Scrubbed<S> {
+    inner: S,
+}
+
+impl<S> Scrubbed<S> {
+    /// Wraps `inner`.
+    pub fn new(inner: S) -> Self {
+        Scrubbed { inner }
+    }
+    /// The wrapped store.
+    pub fn inner(&self) -> &S {
+        &self.inner
+    }
+    /// The wrapped store, mutably (reads only: writes there bypass the scrubber).
+    pub fn inner_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+}
+
+fn scrubber() -> Result<&'static Scrubber, StoreError> {
+    Scrubber::default_rules().map_err(|e| StoreError::Backend(Box::new(e)))
+}
+
+/// Refuses `text` when the scrubber finds anything in it.
+fn refuse(field: &'static str, text: &str) -> Result<(), StoreError> {
+    let found = scrubber()?.find(text);
+    if found.is_empty() {
+        return Ok(());
+    }
+    let mut rules: Vec<String> = found.into_iter().map(|f| f.rule).collect();
+    rules.sort();
+    rules.dedup();
+    Err(StoreError::Backend(Box::new(SecretRefused {
+        field,
+        rules: rules.join(", "),
+    })))
+}
+
+/// The step with its free text scrubbed and its identifiers checked.
+fn clean_step(step: &StepRecord) -> Result<StepRecord, StoreError> {
+    refuse("a step id", &step.step_id)?;
+    refuse("a method name", &step.method)?;
+    let scrubber = scrubber()?;
+    let mut out = step.clone();
+    for p in &mut out.provenance {
+        refuse("a provenance id", &p.provenance_id)?;
+        for d in &p.derived_from {
+            refuse("a provenance id in derived_from", d)?;
+        }
+        if let Some(src) = &p.source_id {
+            let s = scrubber.scrub(src);
+            if !s.redactions.is_empty() {
+                p.source_id = Some(s.text);
+            }
+        }
+        if let Some(src) = &p.source_id {
+            refuse("a source_id (after scrubbing)", src)?;
+        }
+    }
+    Ok(out)
+}
+
+impl<S: SessionStore> SessionStore for Scrubbed<S> {
+    fn begin(&mut self) -> Result<(), StoreError> {
+        self.inner.begin()
+    }
+    fn commit(&mut self) -> Result<(), StoreError> {
+        self.inner.commit()
+    }
+    fn rollback(&mut self) -> Result<(), StoreError> {
+        self.inner.rollback()
+    }
+    fn handshake(&mut self, session: &str) -> Result<Option<SessionHandshake>, StoreError> {
+        self.inner.handshake(session)
+    }
+    fn set_handshake(&mut self, session: &str, hs: &SessionHandshake) -> Result<(), StoreError> {
+        refuse("a session id", session)?;
+        refuse("an ACS version", &hs.version)?;
+        for m in hs.methods.iter().flatten() {
+            refuse("a method name", m)?;
+        }
+        self.inner.set_handshake(session, hs)
+    }
+    fn mark_request(
+        &mut self,
+        session: &str,
+        request_id: &str,
+        at_ms: i64,
+    ) -> Result<bool, StoreError> {
+        refuse("a session id", session)?;
+        refuse("a request id", request_id)?;
+        self.inner.mark_request(session, request_id, at_ms)
+    }
+    fn mark_nonce(&mut self, session: &str, nonce: &str, at_ms: i64) -> Result<bool, StoreError> {
+        refuse("a session id", session)?;
+        refuse("a nonce", nonce)?;
+        self.inner.mark_nonce(session, nonce, at_ms)
+    }
+    fn prune_requests(&mut self, before_ms: i64) -> Result<(), StoreError> {
+        self.inner.prune_requests(before_ms)
+    }
+    fn record_step(&mut self, session: &str, step: &StepRecord) -> Result<(), StoreError> {
+        refuse("a session id", session)?;
+        let step = clean_step(step)?;
+        self.inner.record_step(session, &step)
+    }
+    fn steps(&mut self, session: &str) -> Result<Vec<StepRecord>, StoreError> {
+        self.inner.steps(session)
+    }
+    fn chain_head(&mut self, session: &str) -> Result<Option<(u64, Hash)>, StoreError> {
+        self.inner.chain_head(session)
+    }
+    fn append_chain(
+        &mut self,
+        session: &str,
+        seq: u64,
+        canonical: &str,
+        hash: &Hash,
+    ) -> Result<(), StoreError> {
+        refuse("a session id", session)?;
+        refuse("a chain entry", canonical)?;
+        self.inner.append_chain(session, seq, canonical, hash)
+    }
+    fn record_compaction(
+        &mut self,
+        session: &str,
+        rec: &CompactionRecord,
+    ) -> Result<(), StoreError> {
+        refuse("a session id", session)?;
+        refuse("a step id", &rec.step_id)?;
+        for e in &rec.entries {
+            refuse("an entry id in entries_to_compact", e)?;
+        }
+        self.inner.record_compaction(session, rec)
+    }
+    fn last_compaction(&mut self, session: &str) -> Result<Option<CompactionRecord>, StoreError> {
+        self.inner.last_compaction(session)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mnemo_guardian::model::{Origin, Provenance};
+    use mnemo_guardian::store::MemoryStore;
+
+    const PAT: &str = "ghp_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8";
+
+    #[test]
+    fn source_ids_are_scrubbed_and_ids_with_secrets_refused() {
+        let mut s = Scrubbed::new(MemoryStore::new());
+        let url = format!("https://api.example.com/repos?access_token={PAT}");
+        let step = StepRecord {
+            seq: 1,
+            step_id: "req-1".into(),
+            method: "steps/toolResult".into(),
+            provenance: vec![Provenance::new("p1", Origin::ToolOutput, Some(&url))],
+        };
+        s.record_step("sess-1", &step)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let kept = s.steps("sess-1").unwrap_or_else(|e| panic!("{e}"));
+        let src = kept[0].provenance[0].source_id.clone().unwrap_or_default();
+        assert!(!src.contains(PAT), "{src}");
+        assert!(
+            src.starts_with("https://api.example.com/repos?access_token=[REDACTED"),
+            "{src}"
+        );
+
+        let err = s
+            .mark_request("sess-1", PAT, 0)
+            .err()
+            .map(|e| e.to_string());
+        assert!(
+            err.as_deref().is_some_and(|e| e.contains("request id")),
+            "{err:?}"
+        );
+        let err = s.mark_request(PAT, "r", 0).err().map(|e| e.to_string());
+        assert!(
+            err.as_deref().is_some_and(|e| e.contains("session id")),
+            "{err:?}"
+        );
+        // Ordinary ids pass.
+        assert!(
+            s.mark_request("0b6e3c1e-4a59-4c1f-9e57-2f4a8d7c9b10", "req-2", 0)
+                .is_ok()
+        );
+    }
+}

@@ -1,0 +1,295 @@
+//! The report of the bundled example bank (`examples/report/bank`, built by
+//! `examples/report/build.sh` with the gate): golden HTML and JSON, counts,
+//! determinism, escaping and scrubbing.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+
+use mnemo_model::Config;
+use mnemo_report::{BankFiles, CompactionRow, SessionRows, StepRow, StoreDump};
+use mnemo_score::Engine;
+use mnemo_scrub::Scrubber;
+
+fn example_bank() -> PathBuf {
+    mnemo_testkit::workspace_root().join("examples/report/bank")
+}
+
+fn read_dir_files(root: &Path, dir: &str, prefix: &str, suffix: &str) -> Vec<(String, String)> {
+    let mut names: Vec<String> = std::fs::read_dir(root.join(dir))
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter_map(|e| e.file_name().into_string().ok())
+                .filter(|n| n.starts_with(prefix) && n.ends_with(suffix))
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+        .into_iter()
+        .map(|n| {
+            let rel = format!("{dir}/{n}");
+            let text = std::fs::read_to_string(root.join(&rel)).unwrap();
+            (rel, text)
+        })
+        .collect()
+}
+
+fn bank_files(root: &Path) -> BankFiles {
+    let read = |rel: &str| std::fs::read_to_string(root.join(rel)).ok();
+    BankFiles {
+        active_context: read("01-active-context.md"),
+        progress_log: read("02-progress-log.md"),
+        xref_index: read("_xref/index.md"),
+        zz: read_dir_files(root, ".tmp", "ZZ-phase", "-context.md"),
+        archives: read_dir_files(root, "_notes/archive", "", "-compressed-entries.md"),
+    }
+}
+
+/// A session as the Guardian would record it: untrusted tool output, a
+/// denied compaction, a re-grounding by the user, an allowed one.
+fn store() -> StoreDump {
+    let step = |seq: u64, id: &str, method: &str, origin: &str, trust: &str, reg: bool| StepRow {
+        seq,
+        step_id: id.into(),
+        method: method.into(),
+        timestamp: Some(format!("2026-12-01T10:00:0{seq}Z")),
+        origins: if origin.is_empty() {
+            vec![]
+        } else {
+            vec![origin.into()]
+        },
+        trust: (!trust.is_empty()).then(|| trust.into()),
+        regrounding: reg,
+    };
+    StoreDump {
+        sessions: vec![SessionRows {
+            session_id: "sess-demo".into(),
+            steps: vec![
+                step(
+                    1,
+                    "req-1",
+                    "steps/toolCallResult",
+                    "tool_output",
+                    "untrusted",
+                    false,
+                ),
+                step(
+                    2,
+                    "req-2",
+                    "steps/preCompact",
+                    "tool_output",
+                    "untrusted",
+                    false,
+                ),
+                step(
+                    3,
+                    "req-3",
+                    "steps/userMessage",
+                    "user_input",
+                    "trusted",
+                    true,
+                ),
+                step(
+                    4,
+                    "req-4",
+                    "steps/preCompact",
+                    "user_input",
+                    "trusted",
+                    false,
+                ),
+            ],
+            compactions: vec![
+                CompactionRow {
+                    step_id: "req-2".into(),
+                    entries: vec!["req-1".into()],
+                    verdict: "deny".into(),
+                },
+                CompactionRow {
+                    step_id: "req-4".into(),
+                    entries: vec!["req-1".into(), "req-3".into()],
+                    verdict: "allow".into(),
+                },
+            ],
+        }],
+    }
+}
+
+fn config() -> Config {
+    // The example bank was gated with examples/report/mnemo.toml.
+    let text =
+        std::fs::read_to_string(mnemo_testkit::workspace_root().join("examples/report/mnemo.toml"))
+            .unwrap();
+    Config::from_toml_str(&text, "examples/report/mnemo.toml").unwrap()
+}
+
+fn build(files: &BankFiles, store: Option<&StoreDump>) -> mnemo_report::Report {
+    let config = config();
+    let engine = Engine::new(&config).unwrap();
+    let scrubber = Scrubber::default_rules().unwrap();
+    mnemo_report::build(files, store, &config, &engine, scrubber)
+}
+
+fn golden(name: &str, actual: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name);
+    if std::env::var_os("MNEMO_BLESS").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, actual).unwrap();
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|_| panic!("{} missing: run with MNEMO_BLESS=1", path.display()));
+    assert!(
+        expected == actual,
+        "golden {name} differs (MNEMO_BLESS=1 rewrites)"
+    );
+}
+
+#[test]
+fn example_bank_counts() {
+    let r = build(&bank_files(&example_bank()), Some(&store()));
+    let t = &r.totals;
+    assert_eq!(t.phases, 2);
+    assert_eq!(t.entries, 4);
+    assert_eq!(
+        (
+            t.by_band.critical,
+            t.by_band.high,
+            t.by_band.medium,
+            t.by_band.low
+        ),
+        (2, 2, 0, 0)
+    );
+    // Phase 2 used 6.5 of 5 lines: an overrun, recomputed from its ZZ.
+    assert_eq!(t.over_budget, 1);
+    let p2 = &r.phases[0];
+    assert_eq!(p2.phase, "2");
+    assert_eq!(p2.used.unwrap().display(), "6.5");
+    assert_eq!(p2.allocated.unwrap().display(), "5");
+    assert!(p2.over_budget);
+    assert_eq!(p2.flags[0].kind, "overrun");
+    // The blocked Aphrodite record of the batch.
+    assert_eq!(t.skipped, 1);
+    assert_eq!(r.skipped[0].phase, "2c");
+    assert!(r.skipped[0].reason.contains("product copy"));
+    // C7 removed the LOW Prometheus entry into the archive.
+    assert_eq!(t.archived, 1);
+    assert_eq!(r.archive[0].action, "removed");
+    assert_eq!(r.archive[0].band, "LOW");
+    // A later gate of Aphrodite unblocked it (the D0002 row).
+    assert_eq!(r.skipped[0].unblocked_by.as_deref(), Some("P3 Aphrodite"));
+    // M0001, E0001, E0002, D0001 and D0002.
+    assert_eq!(t.xref_ids, 5);
+    assert_eq!(r.xref.by_prefix.get("E"), Some(&2));
+    assert_eq!(r.xref.by_prefix.get("D"), Some(&2));
+    assert!(r.xref.agents.contains(&"Aphrodite".to_string()));
+    // Every entry found its input and an explain with five dimensions.
+    for e in &r.entries {
+        let i = e.input.as_ref().expect("input in the progress log");
+        assert_eq!(i.explain.len(), 5, "{}", e.key);
+        assert!(i.facts_kept <= i.facts_total);
+        assert!(e.entry_tokens.unwrap() > 0);
+    }
+    let g = r.guardian.as_ref().unwrap();
+    assert_eq!(t.sessions, 1);
+    assert_eq!((g.sessions[0].allowed, g.sessions[0].denied), (1, 1));
+    assert_eq!(g.sessions[0].regroundings, 1);
+    assert_eq!(g.sessions[0].by_origin.get("tool_output"), Some(&2));
+}
+
+#[test]
+fn example_bank_golden_html_and_json() {
+    let r = build(&bank_files(&example_bank()), Some(&store()));
+    let html = mnemo_report::to_html(&r);
+    golden("example-bank.html", &html);
+    golden("example-bank.json", &mnemo_report::to_json(&r));
+    // The same bank gives the same bytes.
+    let again = mnemo_report::to_html(&build(&bank_files(&example_bank()), Some(&store())));
+    assert_eq!(html, again);
+}
+
+#[test]
+fn page_is_self_contained() {
+    let html = mnemo_report::to_html(&build(&bank_files(&example_bank()), Some(&store())));
+    for needle in [
+        "http://", "https://", "<script", "src=", "<link", "@import", "url(",
+    ] {
+        assert!(!html.contains(needle), "the page contains {needle:?}");
+    }
+    assert!(html.contains("default-src 'none'"));
+    // Every chart has a table with a caption.
+    assert_eq!(html.matches("<svg role=\"img\"").count(), 4);
+    assert!(html.matches("<caption>").count() >= 7);
+    assert!(html.contains("prefers-color-scheme:dark"));
+}
+
+#[test]
+fn html_in_a_summary_stays_text() {
+    let r = build(&bank_files(&example_bank()), None);
+    let html = mnemo_report::to_html(&r);
+    // The Aphrodite summary of examples/report/phase3-ui.md holds a script tag.
+    assert!(r.entries.iter().any(|e| e.text.contains("<script>alert(")));
+    assert!(!html.contains("<script"));
+    assert!(html.contains("&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;"));
+}
+
+#[test]
+fn a_secret_in_a_bank_file_is_redacted() {
+    // A hand-edited progress log and an index with secrets in them (the
+    // gate would have scrubbed them; a person may not have).
+    let mut files = bank_files(&example_bank());
+    let token = ["ghp_", "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"].concat();
+    let aws = ["AKIA", "IOSFODNN7EXAMPLE"].concat();
+    let log = files.progress_log.take().unwrap().replace(
+        "Reviewed the orders endpoints",
+        &format!("Reviewed the orders endpoints with token {token}"),
+    );
+    files.progress_log = Some(log);
+    let index = files
+        .xref_index
+        .take()
+        .unwrap()
+        .replace("waiting on final product copy", &format!("key {aws}"));
+    files.xref_index = Some(index);
+    let mut st = store();
+    st.sessions[0].steps[0].step_id = format!("req-{token}");
+    let r = build(&files, Some(&st));
+    let html = mnemo_report::to_html(&r);
+    let json = mnemo_report::to_json(&r);
+    for out in [&html, &json] {
+        assert!(!out.contains(&token));
+        assert!(!out.contains(&aws));
+        assert!(out.contains("[REDACTED:"));
+    }
+}
+
+#[test]
+fn an_empty_bank_renders() {
+    let r = build(&BankFiles::default(), None);
+    assert_eq!(r.totals.entries, 0);
+    let html = mnemo_report::to_html(&r);
+    assert!(html.contains("No phase has been gated yet."));
+    assert!(html.contains("No Guardian session store was found."));
+    assert!(html.ends_with("</html>\n"));
+}
+
+#[test]
+fn garbage_never_panics() {
+    let junk = "## Completed Phases\n- **x** — <!-- mnemo:key=a|b|c hash=zz -->\n- **a · b** — CRITICAL <!-- mnemo:key=|| hash=00 -->\n  cont\n### — Phase : \n**Files:**\n| a | b |\n";
+    let files = BankFiles {
+        active_context: Some(junk.into()),
+        progress_log: Some(junk.into()),
+        xref_index: Some(junk.into()),
+        zz: vec![
+            (".tmp/ZZ-phase-context.md".into(), junk.into()),
+            (
+                "ZZ-phase9-context.md".into(),
+                "- Used: 99999999999 lines\n- Allocated: 1.5 lines".into(),
+            ),
+        ],
+        archives: vec![("_notes/archive/x-compressed-entries.md".into(), junk.into())],
+    };
+    let r = build(&files, Some(&StoreDump::default()));
+    let _ = mnemo_report::to_html(&r);
+    let _ = mnemo_report::to_json(&r);
+}
