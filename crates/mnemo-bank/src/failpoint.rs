@@ -8,7 +8,8 @@
 //! * `kill@N`: the process kills itself with `SIGKILL` just before step N
 //!   (as `kill -9` would, at an exact place instead of an instant);
 //! * `error@N`: step N fails with an injected I/O error;
-//! * `trace`: every step is printed on stderr as `mnemo-failpoint N: what`.
+//! * `trace`: every step is printed on stderr as `mnemo-failpoint N: what`;
+//! * several, comma-separated (`error@12,kill@15`: a rollback killed).
 //!
 //! Without the feature, [`step`] does nothing and is compiled away.
 
@@ -21,42 +22,47 @@ mod imp {
 
     use crate::{BankError, Result};
 
-    #[derive(Clone, Copy)]
-    enum Plan {
-        None,
-        Trace,
-        Kill(u32),
-        Error(u32),
+    #[derive(Clone, Copy, PartialEq, Eq)]
+    enum Action {
+        Kill,
+        Error,
+    }
+
+    #[derive(Default)]
+    struct Plan {
+        trace: bool,
+        at: Vec<(u32, Action)>,
     }
 
     static STEP: AtomicU32 = AtomicU32::new(0);
 
-    fn plan() -> Plan {
+    fn plan() -> &'static Plan {
         static PLAN: OnceLock<Plan> = OnceLock::new();
-        *PLAN.get_or_init(|| {
+        PLAN.get_or_init(|| {
             let v = std::env::var("MNEMO_FAILPOINT").unwrap_or_default();
-            let n = |s: &str| s.trim().parse::<u32>().ok();
-            if v == "trace" {
-                Plan::Trace
-            } else if let Some(k) = v.strip_prefix("kill@").and_then(n) {
-                Plan::Kill(k)
-            } else if let Some(k) = v.strip_prefix("error@").and_then(n) {
-                Plan::Error(k)
-            } else {
-                Plan::None
+            let mut plan = Plan::default();
+            for part in v.split(',').map(str::trim) {
+                let n = |s: &str| s.trim().parse::<u32>().ok();
+                if part == "trace" {
+                    plan.trace = true;
+                } else if let Some(k) = part.strip_prefix("kill@").and_then(n) {
+                    plan.at.push((k, Action::Kill));
+                } else if let Some(k) = part.strip_prefix("error@").and_then(n) {
+                    plan.at.push((k, Action::Error));
+                }
             }
+            plan
         })
     }
 
     pub fn step(what: &str) -> Result<()> {
         let n = STEP.fetch_add(1, Ordering::SeqCst) + 1;
-        match plan() {
-            Plan::None => Ok(()),
-            Plan::Trace => {
-                eprintln!("mnemo-failpoint {n}: {what}");
-                Ok(())
-            }
-            Plan::Kill(k) if k == n => {
+        let plan = plan();
+        if plan.trace {
+            eprintln!("mnemo-failpoint {n}: {what}");
+        }
+        match plan.at.iter().find(|(k, _)| *k == n).map(|(_, a)| *a) {
+            Some(Action::Kill) => {
                 eprintln!("mnemo-failpoint {n}: kill -9 before {what}");
                 let pid = std::process::id().to_string();
                 let _ = std::process::Command::new("kill")
@@ -65,11 +71,11 @@ mod imp {
                 // `kill` is missing: die without unwinding all the same.
                 std::process::abort()
             }
-            Plan::Error(k) if k == n => Err(BankError::io(
+            Some(Action::Error) => Err(BankError::io(
                 what,
                 std::io::Error::other(format!("injected failure at step {n}")),
             )),
-            _ => Ok(()),
+            None => Ok(()),
         }
     }
 }

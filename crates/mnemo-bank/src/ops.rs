@@ -144,6 +144,44 @@ pub struct GateReport {
     pub changed: Vec<String>,
     /// What recovery did first.
     pub recovery: Recovery,
+    /// `## Completed Phases` entries: new, unchanged (same key and hash)
+    /// and updated (same key, other hash); a re-run reports 0 new.
+    pub upsert: mnemo_compress::completed::UpsertReport,
+    /// The feature the By Feature rows were written under: `--feature`,
+    /// else the records' own `feature` when they all name the same one.
+    pub feature: Option<String>,
+    /// Fields Layer 1 refused to promote (`src:line: field`), as `score`
+    /// reports them.
+    pub dropped: Vec<String>,
+}
+
+impl GateReport {
+    /// What changed in `## Completed Phases`: `0 new entries, 3 unchanged`
+    /// (`, 1 updated` when one was).
+    pub fn change_line(&self) -> String {
+        let u = self.upsert;
+        let mut s = format!(
+            "{} new entr{}, {} unchanged",
+            u.added,
+            if u.added == 1 { "y" } else { "ies" },
+            u.skipped
+        );
+        if u.replaced > 0 {
+            s.push_str(&format!(", {} updated", u.replaced));
+        }
+        s
+    }
+}
+
+/// The feature of a batch: the gate's own, else the one every record
+/// names (none when a record names none or two records disagree).
+pub fn batch_feature(opt: Option<&str>, records: &[(String, SummaryRecord)]) -> Option<String> {
+    if let Some(f) = opt {
+        return Some(f.to_string());
+    }
+    let mut it = records.iter().map(|(_, r)| r.feature.as_deref());
+    let first = it.next()??;
+    it.all(|f| f == Some(first)).then(|| first.to_string())
 }
 
 /// The Guardian's view of the records: each record is an entry; without
@@ -288,12 +326,53 @@ pub fn infer_agent(config: &Config, source: &str, from: &[String]) -> Option<Str
     }
 }
 
+/// Refuses a summary with a NUL byte (it is binary, or corrupt: written
+/// raw, it would corrupt the progress log), naming its line and column.
+pub fn check_text(name: &str, text: &str) -> Result<()> {
+    if let Some(at) = text.find('\0') {
+        let line = text[..at].matches('\n').count() + 1;
+        let col = at - text[..at].rfind('\n').map_or(0, |i| i + 1) + 1;
+        return Err(BankError::invalid(
+            name,
+            Some(line),
+            format!(
+                "column {col}: NUL byte in a summary (binary or corrupt input); nothing was written"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Refuses a summary over `budget.max_summary_bytes`.
+pub fn check_size(name: &str, len: u64, limit: u64) -> Result<()> {
+    if len > limit {
+        return Err(BankError::Refused(format!(
+            "{name}: the summary is {len} bytes, over the limit of {limit} bytes (`budget.max_summary_bytes` in mnemo.toml); nothing was written"
+        )));
+    }
+    Ok(())
+}
+
 /// Parses the inputs into records (errors name the file and line).
 pub fn parse_inputs(inputs: &[Input]) -> Result<Vec<(String, SummaryRecord)>> {
     let mut out = Vec::new();
     for i in inputs {
+        check_text(&i.name, &i.text)?;
         let format = Format::detect(&i.text, Some(&i.name));
         for r in parse_records(&i.text, &i.name, format)? {
+            // An escaped NUL (`\u0000` in JSON, `\0` / `\x00` in YAML).
+            if serde_json::to_string(&r).is_ok_and(|j| j.contains("\\u0000")) {
+                let line = ["\\u0000", "\\x00", "\\0"]
+                    .iter()
+                    .filter_map(|esc| i.text.find(esc))
+                    .min()
+                    .map(|at| i.text[..at].matches('\n').count() + 1);
+                return Err(BankError::invalid(
+                    &i.name,
+                    line,
+                    "a field holds a NUL character (an escaped `\\u0000`); nothing was written",
+                ));
+            }
             out.push((i.name.clone(), r));
         }
     }
@@ -351,8 +430,33 @@ fn gate_with(
     extra: &[Change],
 ) -> Result<GateReport> {
     check_args(&opts.phase, &opts.date, opts.feature.as_deref())?;
+    for i in inputs {
+        check_size(
+            &i.name,
+            i.text.len() as u64,
+            config.budget.max_summary_bytes,
+        )?;
+    }
     let s = scrubber()?;
     let mut records = parse_inputs(inputs)?;
+    let feature = batch_feature(opts.feature.as_deref(), &records);
+    check_args(&opts.phase, &opts.date, feature.as_deref())?;
+    let mut dropped = Vec::new();
+    let mut ordinal: HashMap<&str, usize> = HashMap::new();
+    for (src, r) in &records {
+        let n = ordinal.entry(src.as_str()).or_default();
+        *n += 1;
+        for d in &r.dropped {
+            let at = match d.line {
+                Some(line) => format!("{src}:{line}"),
+                None => format!("{src} record {n}"),
+            };
+            dropped.push(format!(
+                "{at}: field `{}` dropped (only metadata is promoted: Layer 1)",
+                d.name
+            ));
+        }
+    }
     for (src, r) in &mut records {
         scrub_record(s, r);
         if r.agent.is_none() && r.from.is_none() {
@@ -408,6 +512,8 @@ fn gate_with(
     );
     let mut report = GateReport {
         recovery,
+        feature: feature.clone(),
+        dropped,
         ..GateReport::default()
     };
     for (i, d) in &phase.skipped {
@@ -481,7 +587,7 @@ fn gate_with(
         .zip(&refs)
         .map(|((id, _), r)| (*id, r.clone()))
         .collect();
-    if let Some(feature) = &opts.feature {
+    if let Some(feature) = &feature {
         for e in &phase.entries {
             index.upsert_feature(
                 feature,
@@ -520,7 +626,7 @@ fn gate_with(
     let base_active = active
         .clone()
         .unwrap_or_else(|| ACTIVE_CONTEXT_NEW.to_string());
-    let (mut active_text, _) = upsert_section(&base_active, COMPLETED_PHASES, &new_entries);
+    let (mut active_text, upserted) = upsert_section(&base_active, COMPLETED_PHASES, &new_entries);
 
     // C7 when the section is over its cap.
     let mut archive_change = None;
@@ -598,6 +704,7 @@ fn gate_with(
             })
             .cloned(),
     );
+    report.upsert = upserted;
     report.changed = txn::commit(bank, &lock, &changes)?;
     report.entries = phase.entries.len();
     report.confirmation = phase.confirmation(report.xrefs_added);

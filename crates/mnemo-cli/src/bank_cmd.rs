@@ -190,14 +190,50 @@ fn agents(s: &str) -> Vec<String> {
         .collect()
 }
 
-fn inputs(paths: &[PathBuf], global: &Global) -> Result<Vec<Input>> {
+/// Reads one summary in bounded memory: a file over `limit` bytes is
+/// refused from its size, standard input after `limit + 1` bytes.
+fn read_summary(path: &Path, limit: u64) -> Result<Input> {
+    let too_big = |e: mnemo_bank::BankError| {
+        hinted(
+            e,
+            "a subtask summary is a few KiB: give the agent's summary, not its raw output, or raise `budget.max_summary_bytes` in mnemo.toml",
+        )
+    };
+    if path.as_os_str() == "-" {
+        let mut buf = Vec::new();
+        std::io::Read::read_to_end(
+            &mut std::io::Read::take(std::io::stdin().lock(), limit.saturating_add(1)),
+            &mut buf,
+        )
+        .context("cannot read standard input")?;
+        ops::check_size("<stdin>", buf.len() as u64, limit).map_err(too_big)?;
+        let text = String::from_utf8(buf).map_err(|e| {
+            anyhow::anyhow!(
+                "<stdin>: not valid UTF-8 (byte {} is not part of a UTF-8 character)",
+                e.utf8_error().valid_up_to()
+            )
+        })?;
+        return Ok(Input {
+            name: "<stdin>".into(),
+            text,
+        });
+    }
+    if let Ok(m) = std::fs::metadata(path)
+        && m.is_file()
+    {
+        ops::check_size(&path.display().to_string(), m.len(), limit).map_err(too_big)?;
+    }
+    read_input(path).map(|(text, name)| Input { name, text })
+}
+
+fn inputs(paths: &[PathBuf], global: &Global, limit: u64) -> Result<Vec<Input>> {
     let show =
         paths.len() >= crate::progress::MANY_INPUTS && crate::progress::wanted(global.quiet, false);
     let bar = crate::progress::items(show, paths.len(), "reading summaries".to_string());
     let read = paths
         .iter()
         .map(|p| {
-            let r = read_input(p).map(|(text, name)| Input { name, text });
+            let r = read_summary(p, limit);
             bar.inc(1);
             r
         })
@@ -232,7 +268,8 @@ fn out(line: &str) -> Result<ExitCode> {
 }
 
 fn report_gate(global: &Global, r: &ops::GateReport) -> Vec<String> {
-    let mut notes = r.skipped.clone();
+    let mut notes = r.dropped.clone();
+    notes.extend(r.skipped.iter().cloned());
     notes.extend(r.flags.iter().cloned());
     notes.extend(r.trim.iter().cloned());
     if r.recovery.rolled_forward > 0 || r.recovery.rolled_back > 0 {
@@ -264,6 +301,7 @@ pub fn gate(args: GateArgs, global: &Global) -> Result<ExitCode> {
     if args.phases == Some(0) {
         bail!("--phases must be at least 1");
     }
+    let feature_given = args.feature.is_some();
     let opts = GateOptions {
         phase: args.phase,
         from: agents(&args.from),
@@ -277,11 +315,17 @@ pub fn gate(args: GateArgs, global: &Global) -> Result<ExitCode> {
         lock_timeout: LOCK_TIMEOUT,
     };
     let paths: Vec<PathBuf> = args.summaries.into_iter().chain(args.input).collect();
-    let inputs = inputs(&paths, global)?;
+    let inputs = inputs(&paths, global, config.budget.max_summary_bytes)?;
     let r = under_spinner(global, inputs.len(), "gating", || {
         ops::gate(&bank, &config, &opts, &inputs)
     })?;
-    report_gate(global, &r);
+    let mut notes = report_gate(global, &r);
+    notes.clear();
+    notes.push(r.change_line());
+    if !feature_given && let Some(f) = &r.feature {
+        notes.push(format!("feature {f} (from the records)"));
+    }
+    say(global, &notes);
     out(&r.confirmation)
 }
 
@@ -302,7 +346,7 @@ pub fn compress(args: CompressArgs, global: &Global) -> Result<ExitCode> {
         lock_timeout: LOCK_TIMEOUT,
     };
     let paths: Vec<PathBuf> = args.files.into_iter().chain(args.input).collect();
-    let inputs = inputs(&paths, global)?;
+    let inputs = inputs(&paths, global, config.budget.max_summary_bytes)?;
     let (r, flags) = under_spinner(global, inputs.len(), "compressing", || {
         ops::compress(&bank, &config, &opts, &inputs)
     })?;

@@ -16,9 +16,11 @@ pub struct GuardArgs {
     /// Guardian policy file (TOML); the built-in defaults when absent.
     #[arg(long, value_name = "FILE")]
     pub policy: Option<PathBuf>,
-    /// Session store (SQLite file). Default: $MNEMO_HOME/guardian.sqlite3,
+    /// Session store: a SQLite file, or a PostgreSQL database
+    /// (postgres://user:password@host:port/db) that several Guardians share.
+    /// Default: $MNEMO_STORE, else $MNEMO_HOME/guardian.sqlite3,
     /// else $XDG_DATA_HOME/mnemo/guardian.sqlite3, else ~/.local/share/mnemo/guardian.sqlite3.
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH|URL")]
     pub store: Option<PathBuf>,
     /// Keep session state in memory only (nothing persists).
     #[arg(long, conflicts_with = "store")]

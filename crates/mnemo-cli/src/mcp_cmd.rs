@@ -18,10 +18,20 @@ pub fn run(global: &Global) -> Result<ExitCode> {
     let (config, config_path) = load_config(global.config.as_deref())?;
     // Without a data directory the memory tools answer with that error; the
     // other tools still work.
+    // A team shares one PostgreSQL database: MNEMO_STORE=postgres://… (the
+    // Guardian's variable too) puts the memory store there. Any other
+    // value names the Guardian's SQLite file and is not ours.
+    let pg_url = std::env::var("MNEMO_STORE")
+        .ok()
+        .filter(|u| mnemo_postgres::is_postgres_url(u));
     let db = store::default_db_path();
-    let source = match &db {
-        Ok(path) => StoreSource::Path(path.clone()),
-        Err(_) => StoreSource::Unavailable,
+    let source = match (&pg_url, &db) {
+        (Some(url), _) => StoreSource::Ready(std::sync::Arc::new(
+            store::postgres::PostgresMemoryStore::open(url)
+                .with_context(|| format!("MNEMO_STORE={}", mnemo_postgres::redact_url(url)))?,
+        )),
+        (None, Ok(path)) => StoreSource::Path(path.clone()),
+        (None, Err(_)) => StoreSource::Unavailable,
     };
     let bank = BankContext {
         root: global
@@ -36,9 +46,10 @@ pub fn run(global: &Global) -> Result<ExitCode> {
         .context("cannot start the MCP server")?
         .with_bank(bank);
     if !global.quiet {
-        let where_ = match &db {
-            Ok(p) => p.display().to_string(),
-            Err(e) => e.to_string(),
+        let where_ = match (&pg_url, &db) {
+            (Some(url), _) => mnemo_postgres::redact_url(url),
+            (None, Ok(p)) => p.display().to_string(),
+            (None, Err(e)) => e.to_string(),
         };
         let _ = writeln!(
             std::io::stderr(),

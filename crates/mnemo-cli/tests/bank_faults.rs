@@ -303,3 +303,277 @@ fn symlinked_xref_or_tmp_is_refused_not_written_through() {
         assert_eq!(outside_before, snapshot(&outside), "{sub}: written through");
     }
 }
+
+fn gate_with(root: &Path, config: Option<&Path>, summary: &str) -> Output {
+    let mut args: Vec<String> = Vec::new();
+    if let Some(c) = config {
+        args.push("--config".into());
+        args.push(c.display().to_string());
+    }
+    args.extend(
+        [
+            "gate",
+            "--phase",
+            "3",
+            "--from",
+            "hermes",
+            "--to",
+            "aphrodite",
+            "--date",
+            "2026-06-22",
+            summary,
+        ]
+        .iter()
+        .map(|s| s.to_string()),
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    mnemo(root, &args)
+}
+
+#[test]
+fn nul_bytes_are_refused_naming_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = bank(dir.path());
+    let before = snapshot(&root);
+    let raw = dir.path().join("raw.md");
+    std::fs::write(
+        &raw,
+        "## subtask_summary\n**agent:** hermes\n**summary:** Added the login \0endpoint\n",
+    )
+    .unwrap();
+    let escaped = dir.path().join("escaped.json");
+    std::fs::write(
+        &escaped,
+        "{\n  \"agent\": \"hermes\",\n  \"summary\": \"Added the login \\u0000 endpoint\"\n}\n",
+    )
+    .unwrap();
+    for (f, line) in [(&raw, 3), (&escaped, 3)] {
+        let o = gate_with(&root, None, &f.display().to_string());
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        assert!(err.contains(&format!("{}:{line}", f.display())), "{err}");
+        assert!(err.contains("NUL"), "{err}");
+        assert_eq!(before, snapshot(&root));
+    }
+}
+
+#[test]
+fn oversized_summaries_are_refused_before_they_are_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = bank(dir.path());
+    let before = snapshot(&root);
+    // Configured limit.
+    // Not beside the bank: mnemo.toml is found upward from the working
+    // directory.
+    std::fs::create_dir_all(dir.path().join("conf")).unwrap();
+    let config = dir.path().join("conf/mnemo.toml");
+    std::fs::write(&config, "[budget]\nmax_summary_bytes = 1000\n").unwrap();
+    let big = dir.path().join("big.json");
+    let text = format!(
+        "{{\"agent\": \"hermes\", \"summary\": \"Added {}\"}}\n",
+        "the login endpoint ".repeat(100)
+    );
+    std::fs::write(&big, &text).unwrap();
+    let o = gate_with(&root, Some(&config), &big.display().to_string());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains(&big.display().to_string()), "{err}");
+    assert!(err.contains("over the limit of 1000 bytes"), "{err}");
+    assert!(err.contains("max_summary_bytes"), "{err}");
+    assert!(err.contains("hint: "), "{err}");
+    assert_eq!(before, snapshot(&root));
+    // The same summary is fine under the default limit (1 MiB).
+    let o = gate_with(&root, None, &big.display().to_string());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let before = snapshot(&root);
+    // 200 MB (sparse): refused from its size at once, never read.
+    let huge = dir.path().join("huge.md");
+    std::fs::File::create(&huge)
+        .unwrap()
+        .set_len(200_000_000)
+        .unwrap();
+    let t = std::time::Instant::now();
+    let o = gate_with(&root, None, &huge.display().to_string());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("200000000 bytes"), "{err}");
+    assert!(t.elapsed() < std::time::Duration::from_secs(20));
+    // Standard input: cut off after the limit.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mnemo"))
+        .arg("--bank")
+        .arg(&root)
+        .args(["--config"])
+        .arg(&config)
+        .args([
+            "gate",
+            "--phase",
+            "3",
+            "--from",
+            "hermes",
+            "--to",
+            "aphrodite",
+            "-",
+        ])
+        .current_dir(dir.path())
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write as _;
+        let mut stdin = child.stdin.take().unwrap();
+        let _ = stdin.write_all(text.as_bytes());
+    }
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("<stdin>") && err.contains("over the limit"),
+        "{err}"
+    );
+    assert_eq!(before, snapshot(&root));
+}
+
+struct Umount(PathBuf);
+impl Drop for Umount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+/// A gate on a full disk fails, names the file, and leaves no empty stage
+/// file (and no other change) behind.
+#[test]
+fn a_full_disk_leaves_the_bank_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let mnt = dir.path().join("small");
+    std::fs::create_dir_all(&mnt).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=512k", "tmpfs"])
+        .arg(&mnt)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        mnemo_testkit::skip("cannot mount a small tmpfs (needs root: CI runs as root)");
+        return;
+    }
+    let _guard = Umount(mnt.clone());
+    let root = bank(&mnt);
+    // Fill the rest of the file system.
+    {
+        use std::io::Write as _;
+        let mut f = std::fs::File::create(mnt.join("filler")).unwrap();
+        let chunk = vec![b'x'; 4096];
+        while f.write_all(&chunk).is_ok() {}
+        let _ = f.sync_all();
+    }
+    let before = snapshot(&root);
+    let o = gate2(&root);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("No space left on device"), "{err}");
+    assert!(err.contains(&root.display().to_string()), "{err}");
+    assert_eq!(
+        before,
+        snapshot(&root),
+        "a failed gate on a full disk changed the bank"
+    );
+    // Room again: the gate lands.
+    std::fs::remove_file(mnt.join("filler")).unwrap();
+    let o = gate2(&root);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// What the user sees: a commit undone after its commit point says so, and
+/// a journal that can be neither finished nor undone stops every command
+/// with a hint, which `doctor` repeats as a problem; the hint works.
+#[test]
+fn rollbacks_and_stuck_journals_are_explained() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = bank(dir.path());
+    let before = snapshot(&root);
+    // Trace the gate's steps; fail the first rename after the commit point.
+    let mut args: Vec<String> = vec![
+        "gate",
+        "--phase",
+        "2",
+        "--from",
+        "hermes",
+        "--to",
+        "aphrodite",
+        "--date",
+        "2026-06-21",
+    ]
+    .into_iter()
+    .map(String::from)
+    .collect();
+    args.push(fixture("hermes.json").display().to_string());
+    let run = |fp: &str| {
+        Command::new(env!("CARGO_BIN_EXE_mnemo"))
+            .arg("--bank")
+            .arg(&root)
+            .args(&args)
+            .env("MNEMO_FAILPOINT", fp)
+            .current_dir(dir.path())
+            .output()
+            .unwrap()
+    };
+    let steps = String::from_utf8_lossy(&run("trace").stderr).into_owned();
+    // The traced run landed: go back to before for the real case.
+    let rename = steps
+        .lines()
+        .find(|l| l.contains("rename over"))
+        .and_then(|l| l.strip_prefix("mnemo-failpoint "))
+        .and_then(|l| l.split(':').next())
+        .unwrap()
+        .to_string();
+    for p in mnemo_bank::txn::walk(&root) {
+        std::fs::remove_file(p).unwrap();
+    }
+    for (rel, bytes) in &before {
+        if !rel.ends_with('/') && !rel.ends_with(" ->") {
+            std::fs::write(root.join(rel), bytes).unwrap();
+        }
+    }
+    assert_eq!(before, snapshot(&root));
+    let o = run(&format!("error@{rename}"));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("the commit was rolled back"), "{err}");
+    assert!(err.contains("hint: "), "{err}");
+    assert_eq!(before, snapshot(&root));
+
+    // A version-1 journal (no backups) whose target is a directory.
+    std::fs::write(root.join(".tmp/.x.md.mnemo-stage-1-2-3.tmp"), "# X\n").unwrap();
+    std::fs::create_dir(root.join("x.md")).unwrap();
+    std::fs::write(
+        root.join(".tmp/journal.json"),
+        r#"{"version":1,"ops":[{"op":"rename","staged":".tmp/.x.md.mnemo-stage-1-2-3.tmp","target":"x.md"}]}"#,
+    )
+    .unwrap();
+    let o = mnemo(&root, &["trim", "--date", "2026-06-21"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("journal.json") && err.contains("x.md"),
+        "{err}"
+    );
+    assert!(
+        err.contains("hint: ") && err.contains("mnemo doctor"),
+        "{err}"
+    );
+    let d = mnemo(&root, &["doctor"]);
+    let derr = String::from_utf8_lossy(&d.stderr);
+    assert_eq!(d.status.code(), Some(1), "{derr}");
+    assert!(
+        derr.contains("problem: ") && derr.contains("hint: "),
+        "{derr}"
+    );
+    // Following the hint (move the directory away) and running doctor fixes it.
+    std::fs::rename(root.join("x.md"), dir.path().join("x.md-moved")).unwrap();
+    let d = mnemo(&root, &["doctor"]);
+    assert!(d.status.success(), "{}", String::from_utf8_lossy(&d.stderr));
+    assert!(String::from_utf8_lossy(&d.stdout).contains("1 journal ops finished"));
+    assert!(!root.join(".tmp/journal.json").exists());
+}

@@ -266,7 +266,7 @@ fn defects(lines: &[String], src: &Source, expanded: bool, out: &mut Vec<String>
         let raw: Vec<&str> = l.split(' ').collect();
         for w in raw.windows(2) {
             let label = w[0].to_lowercase();
-            if LABELS.contains(&label.as_str()) {
+            if LABELS.contains(&label.as_str()) && w[1].chars().any(char::is_alphanumeric) {
                 let pair = format!("{} {}", label, w[1].to_lowercase());
                 let pair = pair.trim_end_matches([',', ';', '.']);
                 if !src_norm.contains(pair) {
@@ -455,7 +455,7 @@ fn every_planted_fact_is_in_its_summary() {
 
 /// Committed floors (both halves): (C/H facts, contract facts, max size in
 /// tokens of text+files, max defects).
-const FLOORS: (f64, f64, f64, usize) = (0.76, 0.80, 1.25, 40);
+const FLOORS: (f64, f64, f64, usize) = (0.95, 0.95, 1.10, 2);
 
 #[test]
 fn both_halves_stay_above_the_committed_thresholds() {

@@ -25,6 +25,7 @@
 
 pub mod budget;
 pub mod completed;
+pub mod extractive;
 pub mod facts;
 pub mod mask;
 pub mod pipeline;

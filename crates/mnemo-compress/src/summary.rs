@@ -14,16 +14,17 @@
 //! [`LINE_CAP`] characters. A fact never is cut in half: it fits on a line
 //! or moves to the next one.
 
-use mnemo_model::{Config, Status, SummaryRecord};
+use mnemo_model::{Config, SummaryRecord};
 use mnemo_score::Band;
 use serde::Serialize;
 
 use crate::budget::Mode;
-use crate::facts::{Fact, FactKind, Facts, extract};
+use crate::extractive as ex;
+use crate::facts::{Facts, extract};
 use crate::mask::first_chars;
 
 /// The longest line a summary writes, in characters (labels excluded).
-pub const LINE_CAP: usize = 240;
+pub const LINE_CAP: usize = 480;
 /// The longest lead sentence on a *What changed* line.
 pub const LEAD_CAP: usize = 140;
 /// The longest first sentence of a one-line entry (seed §4).
@@ -236,11 +237,11 @@ impl<'c> DeterministicSummarizer<'c> {
                 Body::High { what, to_next }
             }
             (_, Mode::Aggressive) | (Band::Low, _) => Body::Aggressive {
-                files: file_list(&r.files_changed),
+                files: short_file_list(&r.files_changed),
             },
             _ => Body::Standard {
                 sentence: standard_sentence(r, &facts),
-                files: file_list(&r.files_changed),
+                files: short_file_list(&r.files_changed),
             },
         };
         let mut summary = Summary { title, body };
@@ -259,94 +260,252 @@ impl<'c> DeterministicSummarizer<'c> {
     fn expanded(
         &self,
         req: &SummaryRequest<'_>,
-        facts: &Facts,
+        _facts: &Facts,
         critical: bool,
     ) -> (String, String, String) {
         let r = req.record;
         let include = self.include(req);
-        let order = FactKind::priority(&include);
-        let mut pool: Vec<&Fact> = Vec::new();
-        for k in &order {
-            pool.extend(facts.of(*k));
-        }
-
-        // Line 1: the lead sentence, then facts.
-        let lead_src = r
-            .what
-            .clone()
-            .or_else(|| facts.sentences.first().cloned())
-            .unwrap_or_else(|| "No summary given.".to_string());
-        let lead = cut_words(&lead_src, LEAD_CAP);
-        let mut what = lead.clone();
-        let mut rest = pack(&mut what, &pool, " — ", LINE_CAP);
-
-        // Review fields travel on line 1 for review variants.
-        let review = review_bits(r, &include);
-        if !review.is_empty() {
-            append_piece(&mut what, &review, "; ", LINE_CAP);
-        }
-
-        // Line 2: why it matters to the next agent.
-        let next = req
-            .to
-            .map(|t| self.config.display_agent(t))
-            .unwrap_or_else(|| "Next agent".to_string());
-        let mut to_next = match &r.why {
-            Some(why) => cut_words(why, LEAD_CAP),
-            None => derived_why(&next, &pool, &what, facts),
+        let own = |f: &Option<String>| -> Option<String> {
+            f.as_deref().map(|t| {
+                let parts: Vec<String> = ex::sentences(t)
+                    .iter()
+                    .map(|s| ex::condense(s).unwrap_or_else(|| ex::strip_label(s).to_string()))
+                    .collect();
+                parts.join(" ")
+            })
         };
-        let gotcha_src = r
-            .gotcha
-            .clone()
-            .or_else(|| facts.gotchas.iter().find(|g| **g != lead_src).cloned())
-            .or_else(|| facts.decisions.iter().find(|g| **g != lead_src).cloned());
-        rest = pack(&mut to_next, &rest, "; also ", LINE_CAP);
-        // Sentences not yet used, for the room that is left.
-        let spare: Vec<&String> = facts
-            .sentences
-            .iter()
-            .filter(|s| **s != lead_src && Some(*s) != gotcha_src.as_ref())
-            .filter(|s| !contains_ci(&what, s) && !contains_ci(&to_next, s))
-            .collect();
-        if !critical {
-            // HIGH: the gotcha closes line 2 when it fits, else a spare sentence.
-            let extra = gotcha_src
-                .as_ref()
-                .map(|g| ("Gotcha: ", g))
-                .or_else(|| spare.first().map(|s| ("", *s)));
-            if let Some((label, text)) = extra {
-                fill(&mut to_next, label, text);
+        let own_what = own(&r.what);
+        let own_why = own(&r.why);
+        let own_gotcha = own(&r.gotcha);
+        let given: String = [&own_what, &own_why, &own_gotcha]
+            .into_iter()
+            .flatten()
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .to_lowercase();
+        // The summary's sentences, condensed, minus what the agent's own
+        // lines already say; the lead is kept even without a fact when it
+        // is the only thing said.
+        let raw = ex::sentences(&r.summary);
+        let title_lead = lead_is_title(r);
+        let mut pool: Vec<(String, bool)> = Vec::new();
+        for (i, sentence) in raw.iter().enumerate() {
+            if i == 0 && title_lead {
+                continue;
             }
-            end_sentence(&mut to_next);
-            return (what, to_next, String::new());
+            // The lead says what changed: kept even when it names nothing.
+            let condensed = if i == 0 && !ex::is_warning(sentence) {
+                Some(sentence.clone())
+            } else {
+                ex::condense(sentence)
+            };
+            let Some(c) = condensed else {
+                continue;
+            };
+            if given.contains(&c.to_lowercase().trim_end_matches('.').to_string()) {
+                continue;
+            }
+            pool.push((c, ex::is_warning(sentence)));
         }
-        if let Some(s) = spare.first() {
-            fill(&mut to_next, "", s);
-        }
-
-        end_sentence(&mut to_next);
-
-        // Line 3: gotcha, decision or trade-off.
-        let mut gotcha = match &gotcha_src {
-            Some(g) => cut_words(g, LINE_CAP),
-            None => "None stated.".to_string(),
+        let gotcha = match own_gotcha {
+            Some(g) => Some(g),
+            None => {
+                let at = pool
+                    .iter()
+                    .position(|(_, w)| *w)
+                    .or_else(|| (pool.len() >= 3).then(|| pool.len() - 1));
+                at.map(|i| pool.remove(i).0)
+            }
         };
-        if !rest.is_empty() {
-            // Whatever still does not fit is left out of the lines (the
-            // record keeps it; the fact list is in priority order).
-            pack(&mut gotcha, &rest, " Also: ", LINE_CAP);
+        let pool: Vec<String> = pool.into_iter().map(|(s, _)| s).collect();
+        let (mut what, mut to_next) = match (own_what, own_why) {
+            (Some(w), Some(y)) => (join(&[w], &pool), y),
+            (Some(w), None) => (w, pool.join(" ")),
+            (None, Some(y)) => (pool.join(" "), y),
+            (None, None) => split_lines(&pool),
+        };
+        if what.is_empty() {
+            what = raw
+                .first()
+                .cloned()
+                .unwrap_or_else(|| "No summary given.".to_string());
         }
-        let more = facts
-            .gotchas
+        // Review fields the text does not already state.
+        let said = format!(
+            "{} {} {}",
+            r.summary,
+            r.what.as_deref().unwrap_or_default(),
+            r.why.as_deref().unwrap_or_default()
+        );
+        let review: Vec<String> = review_bits(r, &include)
+            .split(", ")
+            .filter(|b| !b.is_empty())
+            .filter(|b| {
+                // `coverage 88%` is left out when the text says `88%`.
+                !(b.starts_with("coverage ") && said.contains(b.trim_start_matches("coverage ")))
+            })
+            .map(str::to_string)
+            .collect();
+        if !review.is_empty() {
+            what = format!("{} {}.", what.trim_end(), review.join(", "));
+        }
+        if !critical && let Some(g) = &gotcha {
+            to_next = join(&[to_next], std::slice::from_ref(g));
+        }
+        if to_next.is_empty() {
+            // Share the first line out rather than leave the second empty.
+            let parts = ex::sentences(&what);
+            let (a, b) = split_lines(&parts);
+            if !b.is_empty() {
+                what = a;
+                to_next = b;
+            } else {
+                to_next = "Nothing further stated.".to_string();
+            }
+        }
+        let gotcha = if critical {
+            gotcha.unwrap_or_else(|| "None stated.".to_string())
+        } else {
+            String::new()
+        };
+        // Paths are facts too: the files the text does not name close the
+        // longer of the first two lines (at most three, then `+N more`).
+        let named = format!("{what} {to_next} {gotcha}");
+        let files: Vec<String> = r
+            .files_changed
             .iter()
-            .chain(facts.decisions.iter())
-            .find(|g| {
-                !contains_ci(&gotcha, g) && !contains_ci(&what, g) && !contains_ci(&to_next, g)
-            });
-        if let Some(g) = more {
-            fill(&mut gotcha, "", g);
+            .filter(|f| !named.contains(f.as_str()))
+            .cloned()
+            .collect();
+        if !files.is_empty() {
+            let mut list = files.iter().take(3).cloned().collect::<Vec<_>>().join(", ");
+            if files.len() > 3 {
+                list.push_str(&format!(" +{} more", files.len() - 3));
+            }
+            let line = if what.len() >= to_next.len() {
+                &mut what
+            } else {
+                &mut to_next
+            };
+            *line = format!("{} Files: {list}.", line.trim_end());
         }
-        (what, to_next, gotcha)
+        (cap_line(&what), cap_line(&to_next), cap_line(&gotcha))
+    }
+}
+
+/// Sentences joined by spaces after `first` (empty parts skipped).
+fn join(first: &[String], rest: &[String]) -> String {
+    first
+        .iter()
+        .chain(rest)
+        .filter(|s| !s.is_empty())
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Splits condensed sentences into the *What changed* and *To next agent*
+/// lines: the lead first, then about half of the characters each.
+fn split_lines(pool: &[String]) -> (String, String) {
+    match pool {
+        [] => (String::new(), String::new()),
+        [one] => {
+            // One sentence: its clauses are shared out when there are several.
+            let cl = ex::clauses(one);
+            if cl.len() < 2 {
+                return (one.clone(), String::new());
+            }
+            let total: usize = cl.iter().map(|c| c.text.len()).sum();
+            let mut used = 0;
+            let mut a = String::new();
+            let mut b = String::new();
+            for c in &cl {
+                let target = if a.is_empty() || used < total / 2 {
+                    &mut a
+                } else {
+                    &mut b
+                };
+                if !target.is_empty() {
+                    target.push_str(&c.sep);
+                }
+                target.push_str(&c.text);
+                used += c.text.len();
+            }
+            let a = format!("{}.", a.trim_end_matches(['.', ',', ';', ' ']));
+            let mut b = b.trim().to_string();
+            if let Some(f) = b.chars().next()
+                && f.is_lowercase()
+                && b.split(' ')
+                    .next()
+                    .is_some_and(|w| w.chars().all(char::is_alphabetic))
+            {
+                b = f.to_uppercase().collect::<String>() + &b[f.len_utf8()..];
+            }
+            (a, b)
+        }
+        _ => {
+            let total: usize = pool.iter().map(String::len).sum();
+            let mut a = vec![pool[0].clone()];
+            let mut used = pool[0].len();
+            let mut i = 1;
+            while i < pool.len() - 1 && used + pool[i].len() / 2 < total / 2 {
+                used += pool[i].len();
+                a.push(pool[i].clone());
+                i += 1;
+            }
+            (a.join(" "), pool[i..].join(" "))
+        }
+    }
+}
+
+/// Keeps a line within [`LINE_CAP`] by dropping whole sentences from its
+/// end (never cutting one); a single sentence over the cap is kept whole
+/// up to its last clause that fits.
+fn cap_line(line: &str) -> String {
+    let line = line.split_whitespace().collect::<Vec<_>>().join(" ");
+    if line.chars().count() <= LINE_CAP {
+        return line;
+    }
+    let mut out = String::new();
+    for s in ex::sentences(&line) {
+        if out.chars().count() + 1 + s.chars().count() > LINE_CAP {
+            break;
+        }
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(&s);
+    }
+    if out.is_empty() {
+        for c in ex::clauses(&line) {
+            if out.chars().count() + c.sep.chars().count() + c.text.chars().count() > LINE_CAP {
+                break;
+            }
+            out.push_str(&c.sep);
+            out.push_str(&c.text);
+        }
+    }
+    if out.is_empty() {
+        out = first_chars(&line, LINE_CAP).to_string();
+        if let Some(i) = out.rfind(' ') {
+            out.truncate(i);
+        }
+    }
+    out
+}
+
+/// True when the summary opens with a short sentence that names nothing
+/// concrete (`Wired up the payment intent flow.`): it becomes the title.
+fn lead_is_title(r: &SummaryRecord) -> bool {
+    let raw = ex::sentences(&r.summary);
+    match raw.first() {
+        Some(first) => {
+            first.split_whitespace().count() <= 10
+                && !ex::carries_fact(first)
+                && raw.iter().skip(1).filter_map(|s| ex::condense(s)).count() >= 2
+        }
+        None => false,
     }
 }
 
@@ -354,10 +513,6 @@ impl Summarizer for DeterministicSummarizer<'_> {
     fn summarize(&self, request: &SummaryRequest<'_>) -> Result<Summary, SummarizeError> {
         Ok(self.build(request))
     }
-}
-
-fn contains_ci(hay: &str, needle: &str) -> bool {
-    hay.to_lowercase().contains(&needle.to_lowercase())
 }
 
 /// Cuts `s` to at most `cap` characters at a word boundary, adding `…`.
@@ -375,12 +530,62 @@ pub fn cut_words(s: &str, cap: usize) -> String {
 }
 
 fn title(r: &SummaryRecord, facts: &Facts) -> String {
+    if let Some(t) = r.task.as_deref().filter(|t| !t.trim().is_empty()) {
+        return t.split_whitespace().collect::<Vec<_>>().join(" ");
+    }
+    let raw = ex::sentences(&r.summary);
+    if lead_is_title(r)
+        && let Some(first) = raw.first()
+    {
+        return first
+            .trim_end_matches(['.', '!', '?', ';', ':'])
+            .to_string();
+    }
     let src = r
         .what
         .as_deref()
         .or(facts.sentences.first().map(String::as_str))
         .unwrap_or("Untitled entry");
-    cut_words(src.trim_end_matches(['.', '!', '?', ';']), 60)
+    let src = ex::strip_label(src);
+    // The first words (at most five), never cut inside a word.
+    let words: Vec<&str> = src.split_whitespace().take(5).collect();
+    let mut words = words;
+    while words.len() > 1
+        && words
+            .last()
+            .is_some_and(|w| !w.chars().any(char::is_alphanumeric))
+    {
+        words.pop();
+    }
+    words
+        .join(" ")
+        .trim_end_matches(['.', '!', '?', ';', ':', ',', ' '])
+        .to_string()
+}
+
+/// At most `cap` characters of `s`, cut after the last clause that fits
+/// (else the last whole word): a shortened sentence, never an `…`.
+pub fn cut_clauses(s: &str, cap: usize) -> String {
+    let s = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if s.chars().count() <= cap {
+        return s;
+    }
+    let mut out = String::new();
+    for c in ex::clauses(&s) {
+        if out.chars().count() + c.sep.chars().count() + c.text.chars().count() > cap {
+            break;
+        }
+        out.push_str(&c.sep);
+        out.push_str(&c.text);
+    }
+    if out.is_empty() {
+        out = first_chars(&s, cap).to_string();
+        if let Some(i) = out.rfind(' ') {
+            out.truncate(i);
+        }
+    }
+    out.trim_end_matches([',', ';', ':', ' ', '—', '-'])
+        .to_string()
 }
 
 fn standard_sentence(r: &SummaryRecord, facts: &Facts) -> String {
@@ -389,12 +594,26 @@ fn standard_sentence(r: &SummaryRecord, facts: &Facts) -> String {
         .as_deref()
         .or(facts.sentences.first().map(String::as_str))
         .unwrap_or("(no summary)");
-    let mut s = cut_words(src, STANDARD_SENTENCE_CAP);
-    if r.status == Some(Status::Partial) && !s.starts_with('⚠') {
-        // The ⚠️ marker is rendered by the status column; keep the text clean.
-        s = s.trim().to_string();
+    cut_clauses(ex::strip_label(src), STANDARD_SENTENCE_CAP)
+}
+
+/// File names (the seed's LOW template: "filename only") joined by `, `,
+/// at most two, then `+N more`.
+pub fn short_file_list(files: &[String]) -> String {
+    let name = |f: &String| {
+        let t = f.trim_end_matches('/');
+        t.rsplit('/').next().unwrap_or(t).to_string()
+    };
+    let mut out = files
+        .iter()
+        .take(2)
+        .map(name)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if files.len() > 2 {
+        out.push_str(&format!(" +{} more", files.len() - 2));
     }
-    s
+    out
 }
 
 /// Files joined by `, `, at most [`MAX_FILES`] then `+N more`.
@@ -430,111 +649,6 @@ fn review_bits(r: &SummaryRecord, include: &[String]) -> String {
         bits.push(format!("coverage {c}"));
     }
     bits.join(", ")
-}
-
-fn derived_why(next: &str, pool: &[&Fact], line1: &str, facts: &Facts) -> String {
-    // Name the top facts (up to three, the variant's kinds first) that the
-    // next agent builds on.
-    let top: Vec<String> = pool
-        .iter()
-        .filter(|f| f.kind != FactKind::File)
-        .take(3)
-        .map(|f| match f.kind {
-            FactKind::StatusCode => format!("HTTP {}", f.text),
-            FactKind::Table => format!("table {}", f.text),
-            FactKind::Column => format!("column {}", f.text),
-            FactKind::EnvVar => format!("env {}", f.text),
-            FactKind::Migration => format!("migration {}", f.text),
-            FactKind::ForeignKey => format!("FK {}", f.text),
-            _ => f.text.clone(),
-        })
-        .collect();
-    if !top.is_empty() {
-        return cut_words(&format!("{next} builds on {}", top.join(", ")), LEAD_CAP);
-    }
-    match facts.sentences.get(1) {
-        Some(second) if !contains_ci(line1, second) => {
-            format!("{next}: {}", cut_words(second, LEAD_CAP))
-        }
-        _ => format!("{next} picks up from this change."),
-    }
-}
-
-/// Ends a line with a full stop when it ends without punctuation and has room.
-fn end_sentence(line: &mut String) {
-    if !line.ends_with(['.', '!', '?', '…', ')']) && line.chars().count() < LINE_CAP {
-        line.push('.');
-    }
-}
-
-/// Appends as much of `text` (cut on words) as the line has room for, when
-/// that is a useful amount (30 characters or more).
-fn fill(line: &mut String, label: &str, text: &str) {
-    let used = line.chars().count() + 1 + label.chars().count();
-    let room = LINE_CAP.saturating_sub(used);
-    let lower = line.to_lowercase();
-    // A sentence that brings fewer than two new words is not worth the room.
-    let new_words = text
-        .split(|c: char| c.is_whitespace() || matches!(c, ',' | '.' | ';' | ':'))
-        .filter(|w| w.chars().count() > 3 && !lower.contains(&w.to_lowercase()))
-        .count();
-    let adds_nothing = new_words < 2;
-    if room >= 30 && !adds_nothing && !contains_ci(line, text) {
-        if !line.ends_with(['.', '!', '?', '…']) {
-            line.push('.');
-        }
-        line.push(' ');
-        line.push_str(label);
-        line.push_str(&cut_words(text, room));
-    }
-}
-
-/// Appends `piece` after `sep` when the line stays within `cap`.
-fn append_piece(line: &mut String, piece: &str, sep: &str, cap: usize) -> bool {
-    if line.chars().count() + sep.chars().count() + piece.chars().count() <= cap {
-        line.push_str(sep);
-        line.push_str(piece);
-        true
-    } else {
-        false
-    }
-}
-
-/// Packs facts not already on `line` into it, grouped by kind with labels
-/// (`endpoints POST /a, GET /b; status 201, 409`). Returns the facts that
-/// did not fit, in order.
-fn pack<'f>(line: &mut String, pool: &[&'f Fact], first_sep: &str, cap: usize) -> Vec<&'f Fact> {
-    let lower_line = line.to_lowercase();
-    let todo: Vec<&Fact> = pool
-        .iter()
-        .copied()
-        .filter(|f| !lower_line.contains(&f.text.to_lowercase()))
-        .collect();
-    let mut left = Vec::new();
-    let mut current: Option<FactKind> = None;
-    let mut wrote_any = false;
-    for f in todo {
-        let sep = if !wrote_any {
-            first_sep.to_string()
-        } else if current == Some(f.kind) {
-            ", ".to_string()
-        } else {
-            "; ".to_string()
-        };
-        let label = if current == Some(f.kind) && wrote_any {
-            String::new()
-        } else {
-            format!("{} ", f.kind.label())
-        };
-        let piece = format!("{label}{}", f.text);
-        if append_piece(line, &piece, &sep, cap) {
-            wrote_any = true;
-            current = Some(f.kind);
-        } else {
-            left.push(f);
-        }
-    }
-    left
 }
 
 #[cfg(test)]

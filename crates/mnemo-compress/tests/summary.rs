@@ -222,7 +222,8 @@ fn own_what_why_gotcha_are_used() {
     );
     assert!(to_next.starts_with("Aphrodite needs to store"), "{to_next}");
     assert_eq!(gotcha, "Refresh tokens are hashed.");
-    assert_eq!(sum.title, "Added POST /auth/login with JWT rotation");
+    // The title: the first words, never cut inside a word, no `…`.
+    assert_eq!(sum.title, "Added POST /auth/login with JWT");
 }
 
 #[test]
@@ -248,7 +249,9 @@ fn standard_and_aggressive_lines() {
         line.starts_with("[Prometheus] — Dockerized the auth service"),
         "{line}"
     );
-    assert!(line.ends_with(" — Dockerfile, deploy/nginx.conf"), "{line}");
+    // File names only (the seed's "filename only"); no `…` anywhere.
+    assert!(line.ends_with(" — Dockerfile, nginx.conf"), "{line}");
+    assert!(!line.contains('…'), "{line}");
     let Body::Standard { sentence, .. } = &std.body else {
         panic!()
     };
@@ -256,7 +259,7 @@ fn standard_and_aggressive_lines() {
     let low = s.summarize(&mk(Band::Low, Mode::Aggressive)).unwrap();
     assert_eq!(
         low.one_line("Prometheus"),
-        "[Prometheus] — Dockerfile, deploy/nginx.conf"
+        "[Prometheus] — Dockerfile, nginx.conf"
     );
     // HIGH without room for two lines is written as one.
     let high1 = s.summarize(&mk(Band::High, Mode::Standard)).unwrap();

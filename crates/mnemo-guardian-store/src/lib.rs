@@ -6,7 +6,10 @@
 //! **Owns:** the SQLite implementation of `mnemo_guardian::SessionStore`
 //! ([`sqlite`]: sessions, the replay window, steps with their provenance,
 //! the hash chain, preCompact decisions; WAL checkpoints off the request
-//! path for long-running servers), the default store location, and
+//! path for long-running servers), the PostgreSQL one ([`postgres`]: the
+//! same state shared by several Guardian processes, a session locked by
+//! the transaction that decides it; versioned migrations), the default
+//! store location, and
 //! [`open`]: loading a policy file, choosing the store and building a
 //! `Guardian` (shared by the servers, `guard check` and the host hooks).
 //!
@@ -20,12 +23,15 @@
 //! transaction.
 
 pub mod open;
+pub mod postgres;
 pub mod read;
 pub mod scrubbed;
 pub mod sqlite;
 
 pub use open::{
-    DynStore, GuardOptions, OpenError, default_store_path, load_policy, open_guardian, open_store,
+    DynStore, GuardOptions, OpenError, STORE_ENV, default_store_path, load_policy, open_guardian,
+    open_store,
 };
+pub use postgres::PostgresStore;
 pub use scrubbed::{Scrubbed, SecretRefused};
 pub use sqlite::SqliteStore;

@@ -1,6 +1,8 @@
 //! Opening a configured Guardian: the policy file, the store the options
-//! name (SQLite by default, in memory on request) and the HMAC key.
+//! name (SQLite by default, PostgreSQL for a `postgres://` URL, in memory on
+//! request) and the HMAC key.
 
+use crate::postgres::PostgresStore;
 use crate::scrubbed::Scrubbed;
 use crate::sqlite::SqliteStore;
 use mnemo_guardian::policy::{HmacKeySource, KeyEncoding, Policy, PolicyError};
@@ -47,7 +49,8 @@ pub type DynStore = Box<dyn SessionStore + Send>;
 pub struct GuardOptions {
     /// Policy TOML file (defaults when absent).
     pub policy: Option<PathBuf>,
-    /// Store file (default [`default_store_path`]).
+    /// Store: a SQLite file or a `postgres://…` URL (default `$MNEMO_STORE`,
+    /// else [`default_store_path`]).
     pub store: Option<PathBuf>,
     /// Keep state in memory only.
     pub memory: bool,
@@ -92,7 +95,13 @@ pub fn default_store_path() -> PathBuf {
     PathBuf::from(".mnemo").join("guardian.sqlite3")
 }
 
-/// Opens the store the options name. A long-running server checkpoints
+/// The environment variable naming the session store when `--store` is
+/// not given: a SQLite file, or a `postgres://…` URL.
+pub const STORE_ENV: &str = "MNEMO_STORE";
+
+/// Opens the store the options name (`--store`, else `$MNEMO_STORE`, else
+/// [`default_store_path`]): a `postgres://` or `postgresql://` URL opens
+/// [`PostgresStore`], anything else is a SQLite file. A long-running server checkpoints
 /// the SQLite WAL on a background thread (see
 /// [`SqliteStore::checkpoint_in_background`]). Every store is wrapped in
 /// [`Scrubbed`]: nothing unscrubbed is kept.
@@ -100,7 +109,18 @@ pub fn open_store(opts: &GuardOptions, long_running: bool) -> Result<DynStore, O
     if opts.memory {
         return Ok(Box::new(Scrubbed::new(MemoryStore::new())));
     }
-    let path = opts.store.clone().unwrap_or_else(default_store_path);
+    let path = opts
+        .store
+        .clone()
+        .or_else(|| {
+            std::env::var_os(STORE_ENV)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        })
+        .unwrap_or_else(default_store_path);
+    if let Some(url) = path.to_str().filter(|p| mnemo_postgres::is_postgres_url(p)) {
+        return Ok(Box::new(Scrubbed::new(PostgresStore::open(url)?)));
+    }
     let mut store = SqliteStore::open(&path)?;
     if long_running {
         store.checkpoint_in_background()?;

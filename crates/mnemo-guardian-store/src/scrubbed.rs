@@ -105,6 +105,9 @@ impl<S: SessionStore> SessionStore for Scrubbed<S> {
     fn rollback(&mut self) -> Result<(), StoreError> {
         self.inner.rollback()
     }
+    fn lock_sessions(&mut self, sessions: &[&str]) -> Result<(), StoreError> {
+        self.inner.lock_sessions(sessions)
+    }
     fn handshake(&mut self, session: &str) -> Result<Option<SessionHandshake>, StoreError> {
         self.inner.handshake(session)
     }

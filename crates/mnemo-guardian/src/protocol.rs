@@ -374,6 +374,20 @@ impl<S: SessionStore> Guardian<S> {
             let e: RpcError = e.into();
             return ids.into_iter().map(|id| error_response(id, &e)).collect();
         }
+        // Every session of the batch is locked up front, in order (a store
+        // shared between processes must never see two batches lock the
+        // same sessions in opposite orders).
+        let mut sessions: Vec<&str> = reqs
+            .iter()
+            .filter_map(|r| r.pointer("/params/metadata/session_id")?.as_str())
+            .collect();
+        sessions.sort_unstable();
+        sessions.dedup();
+        if let Err(e) = self.store.lock_sessions(&sessions) {
+            let _ = self.store.rollback();
+            let e: RpcError = e.into();
+            return ids.into_iter().map(|id| error_response(id, &e)).collect();
+        }
         self.in_batch = true;
         let out: Vec<Value> = reqs.iter().map(|r| self.handle_value(r)).collect();
         self.in_batch = false;

@@ -81,6 +81,16 @@ pub trait SessionStore {
     fn rollback(&mut self) -> Result<(), StoreError> {
         Ok(())
     }
+    /// Within a unit of work, takes whatever lock the store keeps per
+    /// session for every session of `sessions` (sorted, without
+    /// duplicates), before any of them is touched. A store shared by
+    /// several processes locks a session on first use; a batch naming
+    /// several sessions calls this first, so that two processes always
+    /// lock in the same order and never wait on each other in a cycle.
+    fn lock_sessions(&mut self, sessions: &[&str]) -> Result<(), StoreError> {
+        let _ = sessions;
+        Ok(())
+    }
     /// The session's handshake, when it completed one.
     fn handshake(&mut self, session: &str) -> Result<Option<SessionHandshake>, StoreError>;
     /// Records (or replaces) the session's handshake.
@@ -256,6 +266,9 @@ impl<T: SessionStore + ?Sized> SessionStore for Box<T> {
     }
     fn rollback(&mut self) -> Result<(), StoreError> {
         (**self).rollback()
+    }
+    fn lock_sessions(&mut self, sessions: &[&str]) -> Result<(), StoreError> {
+        (**self).lock_sessions(sessions)
     }
     fn handshake(&mut self, session: &str) -> Result<Option<SessionHandshake>, StoreError> {
         (**self).handshake(session)

@@ -30,6 +30,8 @@
 //! The database runs in WAL mode with `synchronous = NORMAL`: atomic and
 //! consistent after any crash; a power loss may lose the last commits.
 
+pub mod postgres;
+
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -162,6 +164,9 @@ pub enum StoreError {
     /// SQLite failed.
     #[error("memory store error: {0}")]
     Sqlite(#[from] rusqlite::Error),
+    /// PostgreSQL failed (connecting, a statement, or a schema too new).
+    #[error("memory store error: {0}")]
+    Postgres(String),
     /// Stored metadata could not be read back as JSON.
     #[error("memory store error: stored metadata is not valid JSON: {0}")]
     Json(#[from] serde_json::Error),

@@ -209,6 +209,15 @@ pub struct BudgetConfig {
     pub carryover_percent: u32,
     /// More CRITICAL entries than this per phase are flagged.
     pub max_critical_per_phase: u32,
+    /// Largest summary input a bank command accepts, in bytes (a larger one
+    /// is refused before it is read whole).
+    #[serde(default = "default_max_summary_bytes")]
+    pub max_summary_bytes: u64,
+}
+
+/// 1 MiB: a subtask summary is a few KiB; anything near this is raw output.
+fn default_max_summary_bytes() -> u64 {
+    1 << 20
 }
 
 /// Where the bank and the learnings live.

@@ -12,6 +12,27 @@ use crate::model::{BandCounts, EntryReport, Lines, Report, SessionReport};
 /// Charts draw at most this many bars or nodes; the tables list everything.
 pub const CHART_CAP: usize = 200;
 
+/// Tables of entries, archived entries and ids list at most this many rows
+/// (the most recent ones); `mnemo report --json` has them all. A page of a
+/// 10,000-entry bank stays small enough to open quickly.
+pub const TABLE_CAP: usize = 1_000;
+
+/// The last `TABLE_CAP` items, and a note saying how many were left out.
+fn capped<'a, T>(items: &'a [T], what: &str) -> (&'a [T], Option<String>) {
+    if items.len() <= TABLE_CAP {
+        (items, None)
+    } else {
+        let left = items.len() - TABLE_CAP;
+        (
+            &items[left..],
+            Some(format!(
+                "<p class=\"capped\">The table lists the last {TABLE_CAP} of {} {what}; the {left} before them are in <code>mnemo report --json</code>.</p>\n",
+                items.len()
+            )),
+        )
+    }
+}
+
 /// Escapes `& < > " '` for text and attribute values.
 pub fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len() + s.len() / 8);
@@ -28,6 +49,67 @@ pub fn esc(s: &str) -> String {
     o
 }
 
+/// Escapes `& < >` for text between tags (quotes need no escape there).
+pub fn esc_text(s: &str) -> String {
+    let mut o = String::with_capacity(s.len() + s.len() / 16);
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// An entry's text without the head that its row already shows
+/// (`- **date · Pphase · Agent** — BAND score — `).
+fn entry_body(text: &str) -> &str {
+    let Some((_, rest)) = text.split_once("** — ") else {
+        return text;
+    };
+    match rest.split_once(" — ") {
+        Some((head, body)) if !head.contains('\n') => body,
+        _ => rest,
+    }
+}
+
+/// The explain with dimensions that share a reason on one line; dimensions
+/// that nothing set (`no keyword`, `no blocker mentioned`) are left out.
+fn explain_text(lines: &[crate::model::ExplainLine]) -> String {
+    let mut groups: Vec<(Vec<&str>, &str)> = Vec::new();
+    for l in lines {
+        match groups.iter_mut().find(|(_, why)| *why == l.why.as_str()) {
+            Some((dims, _)) => dims.push(&l.dimension),
+            None => groups.push((vec![&l.dimension], &l.why)),
+        }
+    }
+    groups
+        .iter()
+        .filter(|(_, why)| !why.starts_with("no "))
+        .map(|(dims, why)| format!("{}: {why}", dims.join(", ")))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// `files: a`, `files: b`, `env: X` → `files a, b; env X`.
+fn group_facts(facts: &[String]) -> String {
+    let mut groups: Vec<(&str, Vec<&str>)> = Vec::new();
+    for f in facts {
+        let (kind, text) = f.split_once(": ").unwrap_or(("", f));
+        match groups.iter_mut().find(|(k, _)| *k == kind) {
+            Some((_, v)) => v.push(text),
+            None => groups.push((kind, vec![text])),
+        }
+    }
+    groups
+        .iter()
+        .map(|(k, v)| format!("{k} {}", v.join(", ")).trim().to_string())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 const CSS: &str = "
 :root{color-scheme:light dark;--bg:#ffffff;--fg:#1a1a1a;--muted:#595959;--line:#8c8c8c;--grid:#d9d9d9;
 --critical:#4d0a1f;--high:#a8431a;--medium:#d9a43a;--low:#ece6d6;--alloc:#ffffff;--used:#3d3d3d;--carried:#9a9a9a;--deny:#000000;--allow:#ffffff}
@@ -37,11 +119,11 @@ body{background:var(--bg);color:var(--fg);font:15px/1.45 system-ui,sans-serif;ma
 h1{font-size:1.6rem}h2{font-size:1.3rem;border-bottom:1px solid var(--grid);padding-bottom:.2rem;margin-top:2rem}h3{font-size:1.1rem}
 table{border-collapse:collapse;margin:.5rem 0 1rem;width:100%}caption{text-align:left;font-weight:600;padding:.3rem 0}
 th,td{border:1px solid var(--grid);padding:.2rem .4rem;text-align:left;vertical-align:top}th{background:color-mix(in srgb,var(--grid) 40%,transparent)}
-td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
+td.n,th.n,#entries-table td:nth-child(n+3):nth-child(-n+7){text-align:right;font-variant-numeric:tabular-nums}
 dl.totals{display:grid;grid-template-columns:repeat(auto-fill,minmax(10rem,1fr));gap:.4rem}
 dl.totals div{border:1px solid var(--grid);padding:.3rem .5rem}dt{color:var(--muted);font-size:.85rem}dd{margin:0;font-size:1.3rem;font-weight:600}
 .band{display:inline-block;padding:0 .35rem;border:1px solid var(--line);font-size:.8rem;font-weight:600}
-.b-CRITICAL{background:var(--critical);color:var(--bg)}.b-HIGH{background:var(--high);color:var(--bg)}.b-MEDIUM{background:var(--medium);color:#000}.b-LOW{background:var(--low);color:var(--fg)}
+.b-CRITICAL{background:var(--critical);color:var(--bg);font-weight:600}.b-HIGH{background:var(--high);color:var(--bg);font-weight:600}.b-MEDIUM{background:var(--medium);color:#000;font-weight:600}.b-LOW{background:var(--low);color:var(--fg);font-weight:600}
 .flag{font-weight:700}pre.entry{white-space:pre-wrap;margin:0;font:13px/1.35 ui-monospace,monospace}
 svg{max-width:100%;height:auto;display:block}svg text{fill:var(--fg);font:12px system-ui,sans-serif}
 .f-critical{fill:var(--critical)}.f-high{fill:var(--high)}.f-medium{fill:var(--medium)}.f-low{fill:var(--low);stroke:var(--line)}
@@ -113,12 +195,12 @@ fn totals(o: &mut String, r: &Report) {
     }
     let _ = writeln!(
         o,
-        "<div><dt>Characters in → out</dt><dd data-total=\"chars\">{} → {}</dd></div>",
+        "<div><dt>Characters, progress log → entries</dt><dd data-total=\"chars\">{} → {}</dd></div>",
         t.input_chars, t.entry_chars
     );
     let _ = writeln!(
         o,
-        "<div><dt>Tokens (o200k) in → out</dt><dd data-total=\"tokens\">{} → {}</dd></div>",
+        "<div><dt>Tokens (o200k), progress log → entries</dt><dd data-total=\"tokens\">{} → {}</dd></div>",
         opt_num(t.input_tokens),
         opt_num(t.entry_tokens)
     );
@@ -214,21 +296,25 @@ fn budget(o: &mut String, r: &Report) {
             opt_lines(p.used),
             opt_lines(p.allocated)
         );
+        // The phase's entries by band: a stacked bar, 4 px an entry (at
+        // most 400 px; the table has the counts).
         let mut x = 60u64;
         let b = &p.by_band;
+        let unit = 400 / (b.total() as u64).max(100);
         for (class, n) in [
             ("f-critical", b.critical),
             ("f-high", b.high),
             ("f-medium", b.medium),
             ("f-low", b.low),
         ] {
-            for _ in 0..n.min(60) {
+            if n > 0 {
+                let w = (n as u64 * unit.max(1)).max(2);
                 let _ = write!(
                     o,
-                    "<rect class=\"{class}\" x=\"{x}\" y=\"{}\" width=\"8\" height=\"8\"/>",
+                    "<rect class=\"{class}\" x=\"{x}\" y=\"{}\" width=\"{w}\" height=\"8\"/>",
                     y + 28
                 );
-                x += 10;
+                x += w;
             }
         }
     }
@@ -343,7 +429,10 @@ fn entries(o: &mut String, r: &Report) {
     legend(
         o,
         &[
-            ("f-alloc", "input (summary + files)"),
+            (
+                "f-alloc",
+                "input as the progress log keeps it (summary + files)",
+            ),
             ("f-critical", "entry, CRITICAL"),
             ("f-high", "HIGH"),
             ("f-medium", "MEDIUM"),
@@ -351,75 +440,65 @@ fn entries(o: &mut String, r: &Report) {
         ],
     );
     o.push_str("<table id=\"entries-table\">\n<caption>Entries of Completed Phases: band and score as recorded, explain recomputed from the progress log, sizes of input and entry</caption>\n");
-    o.push_str("<thead><tr><th scope=\"col\">Entry</th><th scope=\"col\">Band</th><th scope=\"col\" class=\"n\">Score</th><th scope=\"col\" class=\"n\">Lines</th><th scope=\"col\" class=\"n\">Input chars / tokens</th><th scope=\"col\" class=\"n\">Entry chars / tokens</th><th scope=\"col\" class=\"n\">Facts kept</th><th scope=\"col\">Explain</th><th scope=\"col\">Entry text</th></tr></thead>\n<tbody>\n");
-    for e in &r.entries {
+    o.push_str("<thead><tr><th scope=\"col\">Entry</th><th scope=\"col\">Band</th><th scope=\"col\" class=\"n\">Score</th><th scope=\"col\" class=\"n\">Lines</th><th scope=\"col\" class=\"n\">Input chars / tokens</th><th scope=\"col\" class=\"n\">Entry chars / tokens</th><th scope=\"col\" class=\"n\">Facts kept</th><th scope=\"col\">Explain; facts not kept</th><th scope=\"col\">Entry text (after its head)</th></tr></thead>\n<tbody>\n");
+    let (rows, note) = capped(&r.entries, "entries");
+    for e in rows {
         let _ = write!(
             o,
-            "<tr data-band=\"{}\"><th scope=\"row\">{} · P{} · {}</th><td><span class=\"band b-{}\">{}</span>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>",
+            "<tr><th scope=\"row\">{} · P{} · {}</th><td class=\"b-{}\">{}{}</td><td>{}</td><td>{}</td>",
+            esc_text(&e.date),
+            esc_text(&e.phase),
+            esc_text(&e.agent),
             esc(&e.band),
-            esc(&e.date),
-            esc(&e.phase),
-            esc(&e.agent),
-            esc(&e.band),
-            esc(&e.band),
+            esc_text(&e.band),
             if e.trimmed { " (trimmed)" } else { "" },
-            esc(&e.score),
+            esc_text(&e.score),
             e.lines.display()
         );
         match &e.input {
             Some(i) => {
-                let _ = write!(
-                    o,
-                    "<td class=\"n\">{} / {}</td>",
-                    i.chars,
-                    opt_num(i.tokens)
-                );
+                let _ = write!(o, "<td>{} / {}</td>", i.chars, opt_num(i.tokens));
             }
-            None => o.push_str("<td class=\"n\">—</td>"),
+            None => o.push_str("<td>—</td>"),
         }
         let _ = write!(
             o,
-            "<td class=\"n\">{} / {}</td>",
+            "<td>{} / {}</td>",
             e.entry_chars,
             opt_num(e.entry_tokens)
         );
         match &e.input {
             Some(i) => {
-                let _ = write!(
-                    o,
-                    "<td class=\"n\">{} of {}</td><td>",
-                    i.facts_kept, i.facts_total
-                );
+                let _ = write!(o, "<td>{} of {}</td><td>", i.facts_kept, i.facts_total);
                 if !i.rescored_matches {
                     let _ = write!(
                         o,
-                        "<p>Recomputed {} {} (differs from the recorded score).</p>",
-                        esc(&i.rescored),
-                        esc(&i.rescored_band)
+                        "Recomputed {} {} (recorded {}). ",
+                        esc_text(&i.rescored),
+                        esc_text(&i.rescored_band),
+                        esc_text(&e.score)
                     );
                 }
-                o.push_str("<ul>");
-                for x in &i.explain {
-                    let _ = write!(o, "<li>{}: {}</li>", esc(&x.dimension), esc(&x.why));
-                }
-                o.push_str("</ul>");
+                o.push_str(&esc_text(&explain_text(&i.explain)));
                 if !i.facts_dropped.is_empty() {
-                    o.push_str("<p>Not kept: ");
-                    let d: Vec<String> = i.facts_dropped.iter().map(|f| esc(f)).collect();
-                    o.push_str(&d.join("; "));
-                    o.push_str("</p>");
+                    o.push_str(". Not kept: ");
+                    o.push_str(&esc_text(&group_facts(&i.facts_dropped)));
                 }
                 o.push_str("</td>");
             }
-            None => o.push_str("<td class=\"n\">—</td><td>input not in the progress log</td>"),
+            None => o.push_str("<td>—</td><td>input not in the progress log</td>"),
         }
         let _ = writeln!(
             o,
             "<td><pre class=\"entry\">{}</pre></td></tr>",
-            esc(&e.text)
+            esc_text(entry_body(&e.text))
         );
     }
-    o.push_str("</tbody>\n</table>\n</section>\n");
+    o.push_str("</tbody>\n</table>\n");
+    if let Some(n) = note {
+        o.push_str(&n);
+    }
+    o.push_str("</section>\n");
 }
 
 fn skipped(o: &mut String, r: &Report) {
@@ -449,7 +528,8 @@ fn archive(o: &mut String, r: &Report) {
     );
     o.push_str("<table id=\"archive-table\">\n<caption>Entries archived by C7: removed from Completed Phases, or shortened to their files</caption>\n");
     o.push_str("<thead><tr><th scope=\"col\">Entry</th><th scope=\"col\">Band</th><th scope=\"col\" class=\"n\">Score</th><th scope=\"col\">Action</th><th scope=\"col\" class=\"n\">Lines</th><th scope=\"col\">Archive</th><th scope=\"col\">Text</th></tr></thead>\n<tbody>\n");
-    for a in &r.archive {
+    let (rows, note) = capped(&r.archive, "archived entries");
+    for a in rows {
         let _ = writeln!(
             o,
             "<tr data-action=\"{}\"><th scope=\"row\">{}</th><td><span class=\"band b-{}\">{}</span></td><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{}</td><td>{}</td><td><pre class=\"entry\">{}</pre></td></tr>",
@@ -464,7 +544,11 @@ fn archive(o: &mut String, r: &Report) {
             esc(&a.text)
         );
     }
-    o.push_str("</tbody>\n</table>\n</section>\n");
+    o.push_str("</tbody>\n</table>\n");
+    if let Some(n) = note {
+        o.push_str(&n);
+    }
+    o.push_str("</section>\n");
 }
 
 fn xref(o: &mut String, r: &Report) {
@@ -560,7 +644,8 @@ fn xref(o: &mut String, r: &Report) {
     );
     o.push_str("<table id=\"xref-table\">\n<caption>Cross-reference ids (By Entity and Decision Links) with their phases and agents</caption>\n");
     o.push_str("<thead><tr><th scope=\"col\">Id</th><th scope=\"col\">Type</th><th scope=\"col\">Name</th><th scope=\"col\">Location / links to</th><th scope=\"col\">Phases</th><th scope=\"col\">Agents</th></tr></thead>\n<tbody>\n");
-    for n in &g.nodes {
+    let (rows, note) = capped(&g.nodes, "ids");
+    for n in rows {
         let phases: Vec<String> = n.phases.iter().map(|p| format!("P{}", esc(p))).collect();
         let agents: Vec<String> = n.agents.iter().map(|a| esc(a)).collect();
         let _ = writeln!(
@@ -574,7 +659,11 @@ fn xref(o: &mut String, r: &Report) {
             agents.join(", ")
         );
     }
-    o.push_str("</tbody>\n</table>\n</section>\n");
+    o.push_str("</tbody>\n</table>\n");
+    if let Some(n) = note {
+        o.push_str(&n);
+    }
+    o.push_str("</section>\n");
 }
 
 fn short(s: &str, n: usize) -> String {

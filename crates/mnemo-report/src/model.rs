@@ -25,6 +25,7 @@ pub const NOT_RECORDED: &[&str] = &[
     "skipped inputs are recorded only when they were blocked (a Decision Links row); records skipped for other reasons (preflight, duplicates, Guardian deny) are reported on stderr only",
     "a C7 trim records the archived entry text, not when it ran or the section size before and after",
     "the explain of a score is not stored: it is recomputed from the progress log's summary and file list with the configuration in effect",
+    "the raw input of an entry is not kept: its size is that of the progress log's summary and file list, which leave out the gotcha and other fields, so an entry can be larger than this input",
     "the Guardian store keeps verdicts of preCompact decisions but not their reasoning or way out",
 ];
 

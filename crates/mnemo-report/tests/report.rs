@@ -230,7 +230,7 @@ fn html_in_a_summary_stays_text() {
     // The Aphrodite summary of examples/report/phase3-ui.md holds a script tag.
     assert!(r.entries.iter().any(|e| e.text.contains("<script>alert(")));
     assert!(!html.contains("<script"));
-    assert!(html.contains("&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;"));
+    assert!(html.contains("&lt;script&gt;alert(\"x\")&lt;/script&gt;"));
 }
 
 #[test]
@@ -292,4 +292,28 @@ fn garbage_never_panics() {
     let r = build(&files, Some(&StoreDump::default()));
     let _ = mnemo_report::to_html(&r);
     let _ = mnemo_report::to_json(&r);
+}
+
+#[test]
+fn big_tables_are_capped_and_say_so() {
+    let mut active = String::from("# Active Context\n\n## Completed Phases\n\n");
+    for i in 0..1_005 {
+        active.push_str(&format!(
+            "- **2026-06-01 · P1 · Hermes** — MEDIUM 0.45 — entry {i} <!-- mnemo:key=2026-06-01|1|hermes-{i} hash={i:016x} -->\n"
+        ));
+    }
+    let files = BankFiles {
+        active_context: Some(active),
+        ..BankFiles::default()
+    };
+    let r = build(&files, None);
+    assert_eq!(r.totals.entries, 1_005);
+    let html = mnemo_report::to_html(&r);
+    let table = html.split("<table id=\"entries-table\">").nth(1).unwrap();
+    let table = table.split("</table>").next().unwrap();
+    assert_eq!(table.matches("<tr><th scope=\"row\">").count(), 1_000);
+    assert!(table.contains("entry 1004<"));
+    assert!(!table.contains("entry 4<"));
+    assert!(html.contains("the last 1000 of 1005 entries; the 5 before them"));
+    assert!(html.contains("data-count=\"1005\""));
 }
