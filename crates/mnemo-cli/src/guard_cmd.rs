@@ -5,7 +5,6 @@
 use clap::{Args, Subcommand, ValueEnum};
 use mnemo_guardian::Transport;
 use mnemo_guardian_server::server::{self, GuardOptions};
-use mnemo_hooks::io::run_pre_compact;
 use mnemo_hooks::{BlockStyle, Host};
 use std::io::Write;
 use std::path::PathBuf;
@@ -29,7 +28,7 @@ pub struct GuardArgs {
 }
 
 impl GuardArgs {
-    fn options(&self) -> GuardOptions {
+    pub(crate) fn options(&self) -> GuardOptions {
         GuardOptions {
             policy: self.policy.clone(),
             store: self.store.clone(),
@@ -122,6 +121,23 @@ pub enum HookEvent {
         /// Claude Code only: how to block.
         #[arg(long, value_enum, default_value = "exit-code")]
         block_with: BlockWith,
+        /// Trail options (what the compactor is handed when allowed).
+        #[command(flatten)]
+        trail: crate::hook_trail_cmd::TrailHookArgs,
+    },
+    /// PostCompact: check the summary against the trail kept at PreCompact
+    /// (Claude Code), or hand the trail back (Codex, `systemMessage`).
+    PostCompact {
+        /// The session store the trails are kept beside.
+        #[command(flatten)]
+        opts: GuardArgs,
+    },
+    /// SessionStart (Claude Code): after a compaction, return the trail
+    /// facts the summary lost as additional context.
+    SessionStart {
+        /// The session store the trails are kept beside.
+        #[command(flatten)]
+        opts: GuardArgs,
     },
 }
 
@@ -195,12 +211,25 @@ pub fn run_hook(cmd: HookCommand, quiet: bool) -> anyhow::Result<ExitCode> {
         HookCommand::ClaudeCode { event } => (Host::ClaudeCode, event),
         HookCommand::Codex { event } => (Host::Codex, event),
     };
-    let HookEvent::PreCompact { opts, block_with } = event;
+    let (opts, block_with, trail) = match event {
+        HookEvent::PreCompact {
+            opts,
+            block_with,
+            trail,
+        } => (opts, block_with, trail),
+        other => return crate::hook_trail_cmd::run_event(host, other, quiet),
+    };
     let style = match block_with {
         BlockWith::ExitCode => BlockStyle::ExitCode,
         BlockWith::Json => BlockStyle::Json,
     };
-    let run = run_pre_compact(host, style, &opts.options(), std::io::stdin().lock())?;
+    let run = mnemo_hooks::trail_hook::run_pre_compact_with_trail(
+        host,
+        style,
+        &opts.options(),
+        std::io::stdin().lock(),
+        trail.budget(),
+    )?;
     let out = run.output;
     if !out.stdout.is_empty() {
         let mut o = std::io::stdout().lock();

@@ -8,6 +8,7 @@
 mod bank_cmd;
 mod config_cmd;
 mod guard_cmd;
+mod hook_trail_cmd;
 mod inline_cmd;
 mod io_util;
 mod mcp_cmd;

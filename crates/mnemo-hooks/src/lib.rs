@@ -6,7 +6,9 @@
 //! **Owns:** parsing the host's hook input and transcript, mapping transcript
 //! content to ACS origins, and rendering the host's own answer — all pure
 //! ([`claude`], [`codex`], [`render`]) — and the thin edge that reads stdin
-//! and the transcript file and asks the Guardian in process ([`io`]).
+//! and the transcript file and asks the Guardian in process ([`io`]); the
+//! artifact trail at PreCompact, PostCompact and SessionStart
+//! ([`trail_hook`], extraction in `mnemo-trail`).
 //!
 //! **Must never:** decide (the Guardian in `mnemo-guardian` decides); let a
 //! broken store or an unreadable transcript turn a deny into an allow; write
@@ -15,6 +17,7 @@
 pub mod claude;
 pub mod codex;
 pub mod io;
+pub mod trail_hook;
 
 use mnemo_acs::model::{Origin, Provenance, Verdict};
 use mnemo_guardian::decide::{Decision, EntryProvenance};

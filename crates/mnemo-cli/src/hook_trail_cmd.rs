@@ -1,0 +1,55 @@
+//! The trail's side of `mnemo hook …`: the PreCompact trail options and the
+//! PostCompact / SessionStart events (printing only; the work is
+//! `mnemo_hooks::trail_hook`'s).
+
+use crate::guard_cmd::HookEvent;
+use clap::Args;
+use mnemo_hooks::Host;
+use mnemo_hooks::trail_hook::{run_post_compact, run_session_start};
+use std::io::Write;
+use std::process::ExitCode;
+
+/// Trail options of a PreCompact hook.
+#[derive(Debug, Clone, Args)]
+pub struct TrailHookArgs {
+    /// Token budget (o200k) of the trail handed to the compactor.
+    #[arg(long, value_name = "N", default_value_t = mnemo_trail::DEFAULT_BUDGET)]
+    pub trail_budget: usize,
+    /// Only decide; hand no trail to the compactor.
+    #[arg(long)]
+    pub no_trail: bool,
+}
+
+impl TrailHookArgs {
+    /// The budget, or `None` when the trail is off.
+    pub fn budget(&self) -> Option<usize> {
+        (!self.no_trail).then_some(self.trail_budget)
+    }
+}
+
+/// Runs a PostCompact or SessionStart hook. Errors (bad hook input) exit
+/// non-zero; they never block anything.
+pub fn run_event(host: Host, event: HookEvent, quiet: bool) -> anyhow::Result<ExitCode> {
+    let stdin = std::io::stdin().lock();
+    let out = match event {
+        HookEvent::PostCompact { opts } => run_post_compact(host, &opts.options(), stdin)?,
+        HookEvent::SessionStart { opts } => {
+            if host != Host::ClaudeCode {
+                anyhow::bail!(
+                    "session-start is a Claude Code hook; Codex gets the trail back at post-compact"
+                );
+            }
+            run_session_start(&opts.options(), stdin)?
+        }
+        HookEvent::PreCompact { .. } => anyhow::bail!("pre-compact is handled by guard_cmd"),
+    };
+    if !out.stdout.is_empty() {
+        let mut o = std::io::stdout().lock();
+        o.write_all(out.stdout.as_bytes())?;
+        o.flush()?;
+    }
+    if !quiet && !out.stderr.is_empty() {
+        eprint!("{}", out.stderr);
+    }
+    Ok(ExitCode::SUCCESS)
+}
