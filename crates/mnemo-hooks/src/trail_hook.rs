@@ -70,20 +70,44 @@ fn write_whole(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     std::fs::rename(&tmp, path)
 }
 
-/// Builds the trail of a transcript file, one line at a time.
+/// Builds the trail of a transcript file, one line at a time, in bounded
+/// memory: the whole file is read (the extractor streams), and a line longer
+/// than [`crate::io::MAX_LINE`] is skipped, as the Guardian's reader does.
 pub fn trail_of_file(path: &Path, host: HostKind, budget: usize) -> Result<Trail, String> {
     let f =
         std::fs::File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let mut r = BufReader::with_capacity(1 << 16, f.take(crate::io::MAX_TRANSCRIPT));
+    let mut r = BufReader::with_capacity(1 << 16, f);
     let mut x = Extractor::new(Some(host));
     let mut buf = Vec::new();
+    let cap = crate::io::MAX_LINE as u64 + 1;
+    let read_err = |e: std::io::Error| format!("cannot read {}: {e}", path.display());
     loop {
         buf.clear();
-        match r.read_until(b'\n', &mut buf) {
-            Ok(0) => break,
-            Ok(_) => x.push_line(&String::from_utf8_lossy(&buf)),
-            Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+        let n = r
+            .by_ref()
+            .take(cap)
+            .read_until(b'\n', &mut buf)
+            .map_err(read_err)?;
+        if n == 0 {
+            break;
         }
+        if buf.len() as u64 >= cap && buf.last() != Some(&b'\n') {
+            // Too long: drop the rest of this line without keeping it.
+            let mut sink = Vec::new();
+            loop {
+                sink.clear();
+                let m = r
+                    .by_ref()
+                    .take(1 << 16)
+                    .read_until(b'\n', &mut sink)
+                    .map_err(read_err)?;
+                if m == 0 || sink.last() == Some(&b'\n') {
+                    break;
+                }
+            }
+            continue;
+        }
+        x.push_line(&String::from_utf8_lossy(&buf));
     }
     x.finish(budget).map_err(|e| e.to_string())
 }
