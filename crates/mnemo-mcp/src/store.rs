@@ -965,59 +965,85 @@ fn find_memory(conn: &Connection, t: &Target<'_>) -> Result<Option<Memory>, Stor
     }
 }
 
-impl MemoryStore for SqliteStore {
-    fn store(&self, req: StoreRequest) -> Result<Stored, StoreError> {
-        validate_namespace(&req.namespace)?;
-        if let Some(key) = req.key.as_deref() {
-            validate_key(key)?;
-        }
-        if req.value.trim().is_empty() {
-            return Err(invalid("value", "must not be empty or blank"));
-        }
-        if req.value.len() > MAX_VALUE_BYTES {
-            return Err(invalid(
-                "value",
-                format!("is {} bytes, more than {MAX_VALUE_BYTES}", req.value.len()),
-            ));
-        }
-        let metadata = Value::Object(req.metadata.unwrap_or_default());
-        let raw_meta_len = serde_json::to_string(&metadata)?.len();
-        if raw_meta_len > MAX_METADATA_BYTES {
-            return Err(invalid(
-                "metadata",
-                format!("is {raw_meta_len} bytes of JSON, more than {MAX_METADATA_BYTES}"),
-            ));
-        }
+/// A memory as it may be written: the request checked against the bounds
+/// and scrubbed (value and metadata), the namespace and key refused when the
+/// scrubber finds a secret in them. Every store writes only this.
+pub(crate) struct Prepared {
+    pub(crate) value: String,
+    pub(crate) metadata: String,
+    pub(crate) redactions: usize,
+    pub(crate) rules: Vec<String>,
+}
 
-        // Scrub everything before it gets near the database (fail closed).
-        let scrubber = scrubber()?;
-        let found = scrubber.find(&req.namespace);
+/// Checks and scrubs a store request (fail closed), for every backend.
+pub(crate) fn prepare(req: &StoreRequest) -> Result<Prepared, StoreError> {
+    validate_namespace(&req.namespace)?;
+    if let Some(key) = req.key.as_deref() {
+        validate_key(key)?;
+    }
+    if req.value.trim().is_empty() {
+        return Err(invalid("value", "must not be empty or blank"));
+    }
+    if req.value.len() > MAX_VALUE_BYTES {
+        return Err(invalid(
+            "value",
+            format!("is {} bytes, more than {MAX_VALUE_BYTES}", req.value.len()),
+        ));
+    }
+    let metadata = Value::Object(req.metadata.clone().unwrap_or_default());
+    let raw_meta_len = serde_json::to_string(&metadata)?.len();
+    if raw_meta_len > MAX_METADATA_BYTES {
+        return Err(invalid(
+            "metadata",
+            format!("is {raw_meta_len} bytes of JSON, more than {MAX_METADATA_BYTES}"),
+        ));
+    }
+
+    // Scrub everything before it gets near the database (fail closed).
+    let scrubber = scrubber()?;
+    let found = scrubber.find(&req.namespace);
+    if !found.is_empty() {
+        let mut rules: Vec<String> = found.into_iter().map(|f| f.rule).collect();
+        rules.dedup();
+        return Err(StoreError::SecretInNamespace {
+            rules: rules.join(", "),
+        });
+    }
+    if let Some(key) = req.key.as_deref() {
+        let found = scrubber.find(key);
         if !found.is_empty() {
             let mut rules: Vec<String> = found.into_iter().map(|f| f.rule).collect();
             rules.dedup();
-            return Err(StoreError::SecretInNamespace {
+            return Err(StoreError::SecretInKey {
                 rules: rules.join(", "),
             });
         }
-        if let Some(key) = req.key.as_deref() {
-            let found = scrubber.find(key);
-            if !found.is_empty() {
-                let mut rules: Vec<String> = found.into_iter().map(|f| f.rule).collect();
-                rules.dedup();
-                return Err(StoreError::SecretInKey {
-                    rules: rules.join(", "),
-                });
-            }
-        }
-        let value = scrubber.scrub(&req.value);
-        let mut rules: Vec<String> = value.redactions.iter().map(|r| r.rule.clone()).collect();
-        let (metadata, meta_redactions) = scrub_json(scrubber, metadata, &mut rules);
-        let metadata_text = serde_json::to_string(&metadata)?;
-        ensure_clean(scrubber, "value", &value.text)?;
-        ensure_clean(scrubber, "metadata", &metadata_text)?;
-        let redactions = value.redactions.len() + meta_redactions;
-        rules.sort();
-        rules.dedup();
+    }
+    let value = scrubber.scrub(&req.value);
+    let mut rules: Vec<String> = value.redactions.iter().map(|r| r.rule.clone()).collect();
+    let (metadata, meta_redactions) = scrub_json(scrubber, metadata, &mut rules);
+    let metadata_text = serde_json::to_string(&metadata)?;
+    ensure_clean(scrubber, "value", &value.text)?;
+    ensure_clean(scrubber, "metadata", &metadata_text)?;
+    let redactions = value.redactions.len() + meta_redactions;
+    rules.sort();
+    rules.dedup();
+    Ok(Prepared {
+        value: value.text,
+        metadata: metadata_text,
+        redactions,
+        rules,
+    })
+}
+
+impl MemoryStore for SqliteStore {
+    fn store(&self, req: StoreRequest) -> Result<Stored, StoreError> {
+        let Prepared {
+            value,
+            metadata: metadata_text,
+            redactions,
+            rules,
+        } = prepare(&req)?;
 
         let now = self.now();
         let mut conn = self.conn()?;
@@ -1044,7 +1070,7 @@ impl MemoryStore for SqliteStore {
             params![
                 req.namespace,
                 req.key,
-                value.text,
+                value,
                 metadata_text,
                 now,
                 i64::try_from(redactions).unwrap_or(i64::MAX)

@@ -12,15 +12,14 @@
 
 use super::{
     Clock, DEFAULT_LIST_LIMIT, DEFAULT_TOP_K, Forgotten, ListItem, ListRequest, ListResult,
-    MAX_HALF_LIFE_DAYS, MAX_KEY_CHARS, MAX_LIST_LIMIT, MAX_METADATA_BYTES, MAX_TOP_K,
-    MAX_VALUE_BYTES, Memory, MemoryStore, NamespaceCount, STOPWORDS, SearchHit, SearchRequest,
-    SearchResults, Selector, StoreError, StoreRequest, StoreStats, Stored, Target, clean_query,
-    describe, ensure_clean, fts_query, invalid, parse_metadata, preview, query_words, quote_term,
-    rfc3339_ms, scrub_json, scrubber, system_clock, target, validate_key, validate_namespace,
+    MAX_HALF_LIFE_DAYS, MAX_KEY_CHARS, MAX_LIST_LIMIT, MAX_TOP_K, Memory, MemoryStore,
+    NamespaceCount, Prepared, STOPWORDS, SearchHit, SearchRequest, SearchResults, Selector,
+    StoreError, StoreRequest, StoreStats, Stored, Target, clean_query, describe, fts_query,
+    invalid, parse_metadata, prepare, preview, query_words, quote_term, rfc3339_ms, system_clock,
+    target, validate_namespace,
 };
 use mnemo_postgres::postgres::{Client, GenericClient, Row};
 use mnemo_postgres::{Pg, PgError};
-use serde_json::Value;
 
 /// The component name of the memory tables in `mnemo_schema`.
 pub const COMPONENT: &str = "mcp-memory";
@@ -165,50 +164,14 @@ impl PostgresMemoryStore {
 
 impl MemoryStore for PostgresMemoryStore {
     fn store(&self, req: StoreRequest) -> Result<Stored, StoreError> {
-        validate_namespace(&req.namespace)?;
-        if let Some(key) = req.key.as_deref() {
-            validate_key(key)?;
-        }
-        if req.value.trim().is_empty() {
-            return Err(invalid("value", "must not be empty or blank"));
-        }
-        if req.value.len() > MAX_VALUE_BYTES {
-            return Err(invalid(
-                "value",
-                format!("is {} bytes, more than {MAX_VALUE_BYTES}", req.value.len()),
-            ));
-        }
-        let metadata = Value::Object(req.metadata.unwrap_or_default());
-        let raw_meta_len = serde_json::to_string(&metadata)?.len();
-        if raw_meta_len > MAX_METADATA_BYTES {
-            return Err(invalid(
-                "metadata",
-                format!("is {raw_meta_len} bytes of JSON, more than {MAX_METADATA_BYTES}"),
-            ));
-        }
-        // Scrub everything before it gets near the database (fail closed).
-        let scrubber = scrubber()?;
-        if let Some(key) = req.key.as_deref() {
-            let found = scrubber.find(key);
-            if !found.is_empty() {
-                let mut rules: Vec<String> = found.into_iter().map(|f| f.rule).collect();
-                rules.dedup();
-                return Err(StoreError::SecretInKey {
-                    rules: rules.join(", "),
-                });
-            }
-        }
-        let value = scrubber.scrub(&req.value);
-        let mut rules: Vec<String> = value.redactions.iter().map(|r| r.rule.clone()).collect();
-        let (metadata, meta_redactions) = scrub_json(scrubber, metadata, &mut rules);
-        let metadata_text = serde_json::to_string(&metadata)?;
-        ensure_clean(scrubber, "value", &value.text)?;
-        ensure_clean(scrubber, "metadata", &metadata_text)?;
-        let redactions = value.redactions.len() + meta_redactions;
-        rules.sort();
-        rules.dedup();
+        let Prepared {
+            value: text,
+            metadata: metadata_text,
+            redactions,
+            rules,
+        } = prepare(&req)?;
         let now = (self.clock)();
-        let (ns, key, text) = (req.namespace.clone(), req.key.clone(), value.text);
+        let (ns, key) = (req.namespace.clone(), req.key.clone());
         let n = i64::try_from(redactions).unwrap_or(i64::MAX);
         let id = self.call(move |c| {
             let row = c
