@@ -22,6 +22,7 @@
 //! method that returns `Ok` has made its change durable within the current
 //! transaction.
 
+mod decode;
 pub mod open;
 pub mod postgres;
 pub mod read;

@@ -16,8 +16,9 @@
 //! Pruning the replay window is deferred to after the commit and skips rows
 //! another transaction holds, so it never waits inside a unit of work.
 
+use crate::decode::{hash_from, verdict_from};
 use mnemo_acs::chain::Hash;
-use mnemo_acs::model::{Provenance, Verdict};
+use mnemo_acs::model::Provenance;
 use mnemo_guardian::store::{
     CompactionRecord, SessionHandshake, SessionStore, StepRecord, StoreError,
 };
@@ -138,21 +139,6 @@ fn handshake_from(version: Option<String>, methods: Option<String>) -> Option<Se
         version,
         methods: methods.map(|m| m.lines().map(str::to_string).collect()),
     })
-}
-
-fn hash_from(bytes: Vec<u8>) -> Result<Hash, StoreError> {
-    bytes
-        .try_into()
-        .map_err(|_| StoreError::Corrupt("chain hash length".into()))
-}
-
-fn verdict_from(s: &str) -> Result<Verdict, StoreError> {
-    match s {
-        "allow" => Ok(Verdict::Allow),
-        "deny" => Ok(Verdict::Deny),
-        "modify" => Ok(Verdict::Modify),
-        other => Err(StoreError::Corrupt(format!("verdict {other}"))),
-    }
 }
 
 fn seq_i64(seq: u64) -> Result<i64, StoreError> {

@@ -1,8 +1,9 @@
 //! The default session store: embedded SQLite in one file (WAL mode, so
 //! several Guardian processes — hooks are spawned per event — can share it).
 
+use crate::decode::{hash_from, verdict_from};
 use mnemo_acs::chain::Hash;
-use mnemo_acs::model::{Provenance, Verdict};
+use mnemo_acs::model::Provenance;
 use mnemo_guardian::store::{
     CompactionRecord, SessionHandshake, SessionStore, StepRecord, StoreError,
 };
@@ -161,21 +162,6 @@ impl SqliteStore {
             path: None,
             checkpointer: None,
         })
-    }
-}
-
-fn hash_from(bytes: Vec<u8>) -> Result<Hash, StoreError> {
-    bytes
-        .try_into()
-        .map_err(|_| StoreError::Corrupt("chain hash length".into()))
-}
-
-fn verdict_from(s: &str) -> Result<Verdict, StoreError> {
-    match s {
-        "allow" => Ok(Verdict::Allow),
-        "deny" => Ok(Verdict::Deny),
-        "modify" => Ok(Verdict::Modify),
-        other => Err(StoreError::Corrupt(format!("verdict {other}"))),
     }
 }
 
