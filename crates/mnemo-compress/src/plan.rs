@@ -1328,3 +1328,360 @@ pub fn plan_compress_inputs(
     }
     (take, flags)
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use mnemo_model::{Format, parse_records};
+
+    const DATE: &str = "2026-06-20";
+
+    fn ident(t: &str) -> String {
+        t.to_string()
+    }
+
+    fn records(items: &[(&str, serde_json::Value)]) -> Vec<(String, SummaryRecord)> {
+        items
+            .iter()
+            .flat_map(|(name, v)| {
+                parse_records(&v.to_string(), name, Format::Json)
+                    .unwrap()
+                    .into_iter()
+                    .map(|r| (name.to_string(), r))
+            })
+            .collect()
+    }
+
+    fn hermes(summary: &str) -> (&'static str, serde_json::Value) {
+        (
+            "hermes.json",
+            serde_json::json!({"agent": "hermes", "status": "complete",
+                "summary": summary, "files_changed": ["src/auth.rs"]}),
+        )
+    }
+
+    fn demeter() -> (&'static str, serde_json::Value) {
+        (
+            "demeter.json",
+            serde_json::json!({"agent": "demeter", "status": "complete",
+                "summary": "CREATE TABLE refresh_tokens with columns token_hash, expires_at; migration 0012.",
+                "files_changed": ["migrations/0012.sql"]}),
+        )
+    }
+
+    /// Plans a gate of `phase` over `recs` on `texts`.
+    fn plan(phase: &str, recs: &[(String, SummaryRecord)], texts: &BankTexts) -> GatePlan {
+        let config = Config::default();
+        let engine = Engine::new(&config).unwrap();
+        let prepared = prepare(&config, None, &[], recs.to_vec(), &ident);
+        plan_gate(
+            &GateRequest {
+                config: &config,
+                engine: &engine,
+                phase,
+                from: &["hermes".to_string()],
+                to: &["themis".to_string()],
+                phases: None,
+                date: DATE,
+                feature: Some("auth"),
+                records: &prepared.records,
+            },
+            texts,
+            &ident,
+        )
+        .unwrap()
+    }
+
+    fn empty(phase: &str) -> BankTexts {
+        BankTexts::absent(&gate_reads(phase, DATE))
+    }
+
+    fn text<'a>(changes: &'a [FileChange], rel: &str) -> &'a str {
+        changes
+            .iter()
+            .find_map(|c| match c {
+                FileChange::Write { rel: r, content } if r == rel => Some(content.as_str()),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("no write of {rel}"))
+    }
+
+    /// The writes whose content differs from what `texts` holds.
+    fn effective(changes: &[FileChange], texts: &BankTexts) -> Vec<String> {
+        changes
+            .iter()
+            .filter(|c| match c {
+                FileChange::Write { rel, content } => {
+                    texts.get(rel).ok().flatten() != Some(content.as_str())
+                }
+                FileChange::Delete { rel } => texts.get(rel).ok().flatten().is_some(),
+            })
+            .map(|c| c.rel().to_string())
+            .collect()
+    }
+
+    #[test]
+    fn plans_a_gate_on_in_memory_texts() {
+        let recs = records(&[
+            hermes("Added POST /auth/login with JWT refresh rotation; answers 401 when expired."),
+            demeter(),
+        ]);
+        let p = plan("1", &recs, &empty("1"));
+        let rels: Vec<&str> = p.changes.iter().map(FileChange::rel).collect();
+        assert_eq!(
+            rels,
+            [
+                ACTIVE_CONTEXT,
+                PROGRESS_LOG,
+                XREF_INDEX,
+                NEXT_ID,
+                ".tmp/ZZ-phase1-context.md"
+            ]
+        );
+        let active = text(&p.changes, ACTIVE_CONTEXT);
+        assert!(active.starts_with("# Active Context\n"));
+        assert!(active.contains("## Completed Phases"));
+        assert!(active.contains("mnemo:key=2026-06-20|1|hermes"));
+        assert!(active.contains("mnemo:key=2026-06-20|1|demeter"));
+        assert!(text(&p.changes, PROGRESS_LOG).contains("Phase 1: Hermes"));
+        assert!(text(&p.changes, XREF_INDEX).contains("| auth |"));
+        assert_eq!(p.outcome.entries, 2);
+        assert_eq!(p.outcome.upsert.added, 2);
+        assert!(
+            p.outcome
+                .confirmation
+                .starts_with("Compression complete: 2 entries")
+        );
+        assert_eq!(p.outcome.outcomes.len(), 2);
+        for o in &p.outcome.outcomes {
+            assert_eq!(o.action, Action::New);
+            assert!(o.key.is_some() && o.band.is_some() && o.lines.is_some());
+            assert!(o.tokens_in.unwrap_or(0) > 0 && o.tokens_out.unwrap_or(0) > 0);
+        }
+        assert!(p.skipped_sources.is_empty());
+    }
+
+    #[test]
+    fn re_plan_on_its_own_output_changes_nothing() {
+        let recs = records(&[hermes("Added POST /auth/login."), demeter()]);
+        let mut texts = empty("1");
+        let first = plan("1", &recs, &texts);
+        texts.apply(&first.changes);
+        let again = plan("1", &recs, &texts);
+        assert_eq!(effective(&again.changes, &texts), Vec::<String>::new());
+        assert_eq!(again.outcome.upsert.added, 0);
+        assert_eq!(again.outcome.upsert.skipped, 2);
+        assert!(
+            again
+                .outcome
+                .outcomes
+                .iter()
+                .all(|o| o.action == Action::Unchanged)
+        );
+    }
+
+    #[test]
+    fn an_updated_summary_touches_only_its_entry() {
+        let mut texts = empty("1");
+        let first = plan(
+            "1",
+            &records(&[hermes("Added POST /auth/login."), demeter()]),
+            &texts,
+        );
+        texts.apply(&first.changes);
+        let before = texts.get(ACTIVE_CONTEXT).unwrap().unwrap().to_string();
+        let second = plan(
+            "1",
+            &records(&[
+                hermes("Added POST /auth/login and POST /auth/logout."),
+                demeter(),
+            ]),
+            &texts,
+        );
+        let after = text(&second.changes, ACTIVE_CONTEXT);
+        let actions: Vec<(String, Action)> = second
+            .outcome
+            .outcomes
+            .iter()
+            .map(|o| (o.agent.clone(), o.action))
+            .collect();
+        assert!(actions.contains(&("Hermes".into(), Action::Updated)));
+        assert!(actions.contains(&("Demeter".into(), Action::Unchanged)));
+        // Every line but Hermes's entry is byte for byte the same.
+        let changed: Vec<(&str, &str)> = before
+            .lines()
+            .zip(after.lines())
+            .filter(|(a, b)| a != b)
+            .collect();
+        assert_eq!(before.lines().count(), after.lines().count());
+        assert!(!changed.is_empty());
+        assert!(
+            changed
+                .iter()
+                .all(|(a, b)| a.contains("|1|hermes") && b.contains("|1|hermes"))
+        );
+    }
+
+    #[test]
+    fn a_blocked_entry_is_linked_when_it_is_unblocked() {
+        let themis = |status: &str| {
+            (
+                "themis.json",
+                serde_json::json!({"agent": "themis", "status": status,
+                    "summary": "Review of the auth endpoints.",
+                    "blockers": if status == "blocked" { vec!["fixtures missing"] } else { vec![] }}),
+            )
+        };
+        let mut texts = empty("2");
+        let blocked = plan("2", &records(&[themis("blocked")]), &texts);
+        assert_eq!(blocked.outcome.entries, 0);
+        assert_eq!(blocked.outcome.outcomes[0].action, Action::Skipped);
+        assert!(blocked.outcome.outcomes[0].reason.is_some());
+        assert!(blocked.skipped_sources.contains("themis.json"));
+        let index = text(&blocked.changes, XREF_INDEX);
+        assert!(index.contains("| blocked | P2 Themis blocked | fixtures missing |"));
+        texts.apply(&blocked.changes);
+        for rel in gate_reads("4", DATE) {
+            if texts.get(&rel).is_err() {
+                texts.insert(rel, FileText::Absent);
+            }
+        }
+        let done = plan("4", &records(&[themis("complete")]), &texts);
+        assert!(text(&done.changes, XREF_INDEX).contains(
+            "| unblocks | P2 Themis blocked → unblocked by P4 Themis | fixtures missing | P4 |"
+        ));
+    }
+
+    #[test]
+    fn a_file_it_was_not_given_is_an_error_not_an_empty_file() {
+        let recs = records(&[hermes("Added POST /auth/login.")]);
+        let config = Config::default();
+        let engine = Engine::new(&config).unwrap();
+        let err = plan_gate(
+            &GateRequest {
+                config: &config,
+                engine: &engine,
+                phase: "1",
+                from: &[],
+                to: &[],
+                phases: None,
+                date: DATE,
+                feature: None,
+                records: &recs,
+            },
+            &BankTexts::new().with(ACTIVE_CONTEXT, None),
+            &ident,
+        )
+        .unwrap_err();
+        assert_eq!(
+            err,
+            PlanError::NotRead {
+                rel: PROGRESS_LOG.into()
+            }
+        );
+        let mut bad = empty("1");
+        bad.insert(NEXT_ID, FileText::Text("{not json".into()));
+        let err = plan_gate(
+            &GateRequest {
+                config: &config,
+                engine: &engine,
+                phase: "1",
+                from: &[],
+                to: &[],
+                phases: None,
+                date: DATE,
+                feature: None,
+                records: &recs,
+            },
+            &bad,
+            &ident,
+        )
+        .unwrap_err();
+        assert!(matches!(err, PlanError::Invalid { rel, .. } if rel == NEXT_ID));
+    }
+
+    #[test]
+    fn generated_text_passes_the_scrubber_and_old_index_rows_do_not() {
+        let recs = records(&[hermes("Added POST /auth/login.")]);
+        let config = Config::default();
+        let engine = Engine::new(&config).unwrap();
+        let old_index = "# Cross-Reference Index\n\nkept as is\n";
+        let texts = empty("1").with(XREF_INDEX, Some(old_index));
+        let upper = |t: &str| t.replace("auth", "AUTH");
+        let p = plan_gate(
+            &GateRequest {
+                config: &config,
+                engine: &engine,
+                phase: "1",
+                from: &[],
+                to: &[],
+                phases: None,
+                date: DATE,
+                feature: Some("auth"),
+                records: &recs,
+            },
+            &texts,
+            &upper,
+        )
+        .unwrap();
+        assert!(text(&p.changes, ".tmp/ZZ-phase1-context.md").contains("/AUTH/login"));
+        assert!(!text(&p.changes, ".tmp/ZZ-phase1-context.md").contains("/auth/login"));
+        assert!(text(&p.changes, XREF_INDEX).contains("kept as is"));
+    }
+
+    #[test]
+    fn carryover_and_reads() {
+        assert_eq!(carried("## Budget\n- Carried: 2.5 lines\n"), HalfLines(5));
+        assert_eq!(carried("- Carried: 3 lines\n"), HalfLines(6));
+        assert_eq!(carried("nothing"), HalfLines(0));
+        assert!(gate_reads("3", DATE).contains(&".tmp/ZZ-phase2-context.md".to_string()));
+        assert!(!gate_reads("1", DATE).iter().any(|r| r.contains("ZZ")));
+        assert!(!gate_reads("final", DATE).iter().any(|r| r.contains("ZZ")));
+    }
+
+    #[test]
+    fn c4_c5_c6_plans() {
+        let names: Vec<String> = [
+            "PLAN-auth.md",
+            "ZZ-phase1-context.md",
+            "notes.txt",
+            "subtask-summary-hermes.md",
+            "compress.lock",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let (changes, line) = plan_feature_complete("auth", DATE, &names, None, &ident);
+        assert!(
+            line.starts_with("Feature complete: auth recorded"),
+            "{line}"
+        );
+        assert!(text(&changes, ACTIVE_CONTEXT).contains("## Completed Plans"));
+        let deleted: Vec<&str> = changes
+            .iter()
+            .filter(|c| matches!(c, FileChange::Delete { .. }))
+            .map(FileChange::rel)
+            .collect();
+        assert_eq!(deleted, [".tmp/PLAN-auth.md", ".tmp/ZZ-phase1-context.md"]);
+        let active = text(&changes, ACTIVE_CONTEXT).to_string();
+        let (_, again) = plan_feature_complete("auth", DATE, &names, Some(&active), &ident);
+        assert!(again.contains("already recorded"), "{again}");
+
+        let (take, flags) = plan_compress_inputs(&names, &|_| false);
+        assert_eq!(take, [".tmp/subtask-summary-hermes.md"]);
+        assert!(flags.iter().any(|f| f.contains("notes.txt: unrecognised")));
+
+        let own = |n: &str| n == "compress.lock";
+        let reads = sprint_close_reads(DATE, &names, &own);
+        let texts = BankTexts::absent(&reads);
+        let (changes, line, flags) = plan_sprint_close(DATE, &names, &own, &texts, &ident).unwrap();
+        assert!(line.starts_with("Sprint close:"), "{line}");
+        assert!(
+            changes
+                .iter()
+                .any(|c| c.rel() == ".tmp/ZZ-phase1-context.md")
+        );
+        assert!(flags.iter().any(|f| f.contains("notes.txt")));
+    }
+}
