@@ -355,6 +355,10 @@ pub fn gate(args: GateArgs, global: &Global) -> Result<ExitCode> {
     }
     say(global, &notes);
     if args.json {
+        let mut r = r;
+        for o in &mut r.outcomes {
+            o.count_tokens();
+        }
         let v = gate_json(&opts, &r);
         let text = serde_json::to_string(&v).context("cannot encode the gate report")?;
         return out(&text);

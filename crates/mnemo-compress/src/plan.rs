@@ -486,6 +486,20 @@ pub struct EntryOutcome {
     pub tokens_in: Option<usize>,
     /// o200k tokens of its ZZ entry.
     pub tokens_out: Option<usize>,
+    /// The texts the tokens are counted on (input; ZZ entry), kept so that
+    /// only a caller that reports tokens pays for loading the vocabulary
+    /// ([`EntryOutcome::count_tokens`]).
+    #[serde(skip)]
+    pub token_texts: (String, Option<String>),
+}
+
+impl EntryOutcome {
+    /// Fills `tokens_in` and `tokens_out` (o200k; loads the vocabulary on
+    /// first use, so the gate itself does not).
+    pub fn count_tokens(&mut self) {
+        self.tokens_in = o200k(&self.token_texts.0);
+        self.tokens_out = self.token_texts.1.as_deref().and_then(o200k);
+    }
 }
 
 /// What a gate decided (without what recovery and the commit did).
@@ -667,8 +681,9 @@ pub fn plan_gate(
                 lines: None,
                 action: Action::Skipped,
                 reason: Some(reason.to_string()),
-                tokens_in: o200k(&input_text(r)),
+                tokens_in: None,
                 tokens_out: None,
+                token_texts: (input_text(r), None),
             });
         }
     }
@@ -821,8 +836,9 @@ pub fn plan_gate(
                 lines: Some(ea.lines),
                 action: (*action).into(),
                 reason: None,
-                tokens_in: o200k(&input_text(r)),
-                tokens_out: o200k(&zz_entry_text(&e.view)),
+                tokens_in: None,
+                tokens_out: None,
+                token_texts: (input_text(r), Some(zz_entry_text(&e.view))),
             });
         }
     }
@@ -1454,8 +1470,10 @@ mod tests {
                 .starts_with("Compression complete: 2 entries")
         );
         assert_eq!(p.outcome.outcomes.len(), 2);
-        for o in &p.outcome.outcomes {
+        for o in &mut p.outcome.outcomes.clone() {
             assert_eq!(o.action, Action::New);
+            assert_eq!(o.tokens_in, None);
+            o.count_tokens();
             assert!(o.key.is_some() && o.band.is_some() && o.lines.is_some());
             assert!(o.tokens_in.unwrap_or(0) > 0 && o.tokens_out.unwrap_or(0) > 0);
         }
