@@ -16,6 +16,7 @@
 
 pub mod claude;
 pub mod codex;
+pub mod install;
 pub mod install_codex;
 pub mod io;
 pub mod trail_hook;
