@@ -21,8 +21,9 @@
 //! (positions) of the user's hooks never move. Running it twice changes
 //! nothing the second time.
 
+use crate::install::InstallError;
 use sha2::{Digest, Sha256};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use toml_edit::{ArrayOfTables, DocumentMut, InlineTable, Item, Table, TableLike, Value};
 
 /// A hook event mnemo installs for Codex.
@@ -91,33 +92,6 @@ pub struct HookState {
     pub key: String,
     /// `sha256:<hex>`.
     pub trusted_hash: String,
-}
-
-/// Why a configuration could not be merged.
-#[derive(Debug, thiserror::Error)]
-pub enum CodexInstallError {
-    /// The file is not TOML.
-    #[error("{}:{line}:{column}: not valid TOML: {message}", file.display())]
-    Parse {
-        /// The file.
-        file: PathBuf,
-        /// 1-based line.
-        line: usize,
-        /// 1-based column.
-        column: usize,
-        /// What the parser said.
-        message: String,
-    },
-    /// A key holds something other than what Codex reads there.
-    #[error("{}: `{field}` must be {expected}", file.display())]
-    Shape {
-        /// The file.
-        file: PathBuf,
-        /// The key path.
-        field: String,
-        /// What Codex expects.
-        expected: &'static str,
-    },
 }
 
 /// Codex's trust hash of one handler of `event` under `matcher`.
@@ -190,17 +164,18 @@ pub fn hook_key(source: &Path, event: CodexEvent, group: usize, handler: usize) 
 
 /// Whether a command is mnemo's own handler for `event`.
 pub fn is_mnemo_command(command: &str, event: CodexEvent) -> bool {
-    command.contains(&format!("hook codex {}", event.mnemo_event()))
+    crate::install::is_mnemo_command(command, "codex", event.mnemo_event())
 }
 
-fn parse(file: &Path, text: &str) -> Result<DocumentMut, CodexInstallError> {
+fn parse(file: &Path, text: &str) -> Result<DocumentMut, InstallError> {
     text.parse::<DocumentMut>().map_err(|e| {
         let (line, column) = match e.span() {
             Some(span) => line_col(text, span.start),
             None => (1, 1),
         };
-        CodexInstallError::Parse {
+        InstallError::Parse {
             file: file.to_path_buf(),
+            format: "TOML",
             line,
             column,
             message: e.message().trim().to_string(),
@@ -220,8 +195,8 @@ fn line_col(text: &str, at: usize) -> (usize, usize) {
     (line, column)
 }
 
-fn shape(file: &Path, field: impl Into<String>, expected: &'static str) -> CodexInstallError {
-    CodexInstallError::Shape {
+fn shape(file: &Path, field: impl Into<String>, expected: &'static str) -> InstallError {
+    InstallError::Shape {
         file: file.to_path_buf(),
         field: field.into(),
         expected,
@@ -232,7 +207,7 @@ fn shape(file: &Path, field: impl Into<String>, expected: &'static str) -> Codex
 fn hooks_table<'d>(
     file: &Path,
     doc: &'d mut DocumentMut,
-) -> Result<&'d mut dyn TableLike, CodexInstallError> {
+) -> Result<&'d mut dyn TableLike, InstallError> {
     if doc.get("hooks").is_none() {
         let mut t = Table::new();
         t.set_implicit(true);
@@ -285,7 +260,7 @@ fn find_and_update(
     groups: &mut Item,
     field: &str,
     hook: &CodexHook,
-) -> Result<Option<(usize, usize, Handler)>, CodexInstallError> {
+) -> Result<Option<(usize, usize, Handler)>, InstallError> {
     let n = match groups {
         Item::ArrayOfTables(a) => a.len(),
         Item::Value(Value::Array(a)) => a.len(),
@@ -401,7 +376,7 @@ pub fn merge_codex_hooks(
     file: &Path,
     existing: Option<&str>,
     hooks: &[CodexHook],
-) -> Result<(String, Vec<HookState>), CodexInstallError> {
+) -> Result<(String, Vec<HookState>), InstallError> {
     let mut doc = parse(file, existing.unwrap_or(""))?;
     let mut states = Vec::new();
     {
@@ -453,7 +428,7 @@ pub fn merge_codex_trust(
     file: &Path,
     existing: Option<&str>,
     states: &[HookState],
-) -> Result<String, CodexInstallError> {
+) -> Result<String, InstallError> {
     let mut doc = parse(file, existing.unwrap_or(""))?;
     let table = hooks_table(file, &mut doc)?;
     if table.get("state").is_none() {
@@ -503,6 +478,55 @@ pub fn default_hooks(pre: &str, post: &str) -> Vec<CodexHook> {
         }
     }
     v
+}
+
+/// mnemo's Codex handlers running `bin hook codex pre-compact|post-compact EXTRA…`.
+pub fn codex_hooks(bin: &str, extra: &[String]) -> Vec<CodexHook> {
+    default_hooks(
+        &crate::install::hook_command(bin, "codex", "pre-compact", extra),
+        &crate::install::hook_command(bin, "codex", "post-compact", extra),
+    )
+}
+
+/// The user config: `$CODEX_HOME/config.toml`, else `~/.codex/config.toml`.
+pub fn user_config_path(
+    codex_home: Option<&Path>,
+    home: Option<&Path>,
+) -> Result<std::path::PathBuf, InstallError> {
+    let base = match codex_home {
+        Some(c) => c.to_path_buf(),
+        None => home.ok_or(InstallError::NoHome)?.join(".codex"),
+    };
+    Ok(absolute(&base.join("config.toml")))
+}
+
+/// The project config: `<dir>/.codex/config.toml`.
+pub fn project_config_path(dir: &Path) -> std::path::PathBuf {
+    absolute(&dir.join(".codex").join("config.toml"))
+}
+
+/// An absolute path without resolving links (as Codex prints config paths).
+fn absolute(p: &Path) -> std::path::PathBuf {
+    std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+/// Whether the user config trusts the project at `dir` (`[projects."<dir>"]
+/// trust_level = "trusted"`); Codex loads a project's `.codex/config.toml`
+/// only then.
+pub fn project_trusted(user_config: Option<&str>, dir: &Path) -> bool {
+    let Some(text) = user_config else {
+        return false;
+    };
+    let Ok(doc) = text.parse::<DocumentMut>() else {
+        return false;
+    };
+    let dir = absolute(dir);
+    let key = dir.display().to_string();
+    doc.get("projects")
+        .and_then(|p| p.get(&key))
+        .and_then(|t| t.get("trust_level"))
+        .and_then(Item::as_str)
+        == Some("trusted")
 }
 
 #[cfg(test)]
@@ -643,18 +667,54 @@ mod tests {
     }
 
     #[test]
+    fn our_commands_are_recognised_by_their_words() {
+        let hooks = codex_hooks(
+            "/opt/my bin/mnemo",
+            &["--policy".into(), "/p q.toml".into()],
+        );
+        assert_eq!(
+            hooks[0].command,
+            "'/opt/my bin/mnemo' hook codex pre-compact --policy '/p q.toml'"
+        );
+        assert!(is_mnemo_command(&hooks[0].command, CodexEvent::PreCompact));
+        assert!(!is_mnemo_command(
+            &hooks[0].command,
+            CodexEvent::PostCompact
+        ));
+        assert!(!is_mnemo_command(
+            "echo hook codex pre-compact",
+            CodexEvent::PreCompact
+        ));
+    }
+
+    #[test]
+    fn project_trust_is_read_from_the_user_config() {
+        let text = "[projects.\"/w/p\"]\ntrust_level = \"trusted\"\n";
+        assert!(project_trusted(Some(text), Path::new("/w/p")));
+        assert!(!project_trusted(Some(text), Path::new("/w/q")));
+        assert!(!project_trusted(None, Path::new("/w/p")));
+    }
+
+    #[test]
     fn bad_toml_names_the_file_and_line() {
         let file = Path::new("/h/config.toml");
         let e = merge_codex_hooks(file, Some("model = \"x\"\n[hooks\n"), &hooks()).unwrap_err();
         let msg = e.to_string();
-        assert!(msg.starts_with("/h/config.toml:2:"), "{msg}");
+        assert!(
+            msg.starts_with("/h/config.toml: not valid TOML at line 2, column"),
+            "{msg}"
+        );
+        assert!(msg.ends_with("nothing written"), "{msg}");
     }
 
     #[test]
     fn a_hooks_key_that_is_not_a_table_is_refused() {
         let file = Path::new("/h/config.toml");
         let e = merge_codex_hooks(file, Some("hooks = 3\n"), &hooks()).unwrap_err();
-        assert_eq!(e.to_string(), "/h/config.toml: `hooks` must be a table");
+        assert_eq!(
+            e.to_string(),
+            "/h/config.toml: `hooks` must be a table; nothing written"
+        );
         let e =
             merge_codex_hooks(file, Some("[hooks]\nPreCompact = \"x\"\n"), &hooks()).unwrap_err();
         assert!(e.to_string().contains("hooks.PreCompact"), "{e}");

@@ -52,6 +52,9 @@ pub struct HookInput {
     /// Codex: model.
     #[serde(default)]
     pub model: Option<String>,
+    /// Codex: set for a subagent's hook.
+    #[serde(default)]
+    pub agent_id: Option<String>,
 }
 
 /// Parses a hook input.

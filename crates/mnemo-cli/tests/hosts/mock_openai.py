@@ -14,6 +14,8 @@ What it answers, from the text of the last user message of a request:
   last message asks for a summary) -> the text `SUMMARY: <...>`;
 * a message holding `search the web` -> a `web_search_call` item (untrusted,
   `external` content in the transcript) and a short answer;
+* a message holding `run a command` -> an `exec_command` function call
+  (`cat notes.md`); the request that carries its output -> `The command ran.`;
 * anything else -> `OK: <first words of the message>`.
 
 Every response reports `usage.total_tokens`: 1,000,000 when the message holds
@@ -81,9 +83,12 @@ def plan(last, everything):
     low = last.lower()
     if any(m in low for m in COMPACT_MARKERS):
         seen = [w for w in ("notes", "search", "hello") if w in everything.lower()]
-        return [("text", "SUMMARY: the conversation so far (" + ", ".join(seen) + ").")], 100
+        n = next_id("summary")
+        return [("text", f"SUMMARY {n}: the conversation so far (" + ", ".join(seen) + ").")], 100
     if "search the web" in low:
         return [("web_search", "mnemo injected instructions"), ("text", "I searched the web.")], tokens
+    if "run a command" in low:
+        return [("call", {"cmd": "cat notes.md"})], tokens
     words = " ".join(last.split()[:6])
     return [("text", f"OK: {words}")], tokens
 
@@ -123,7 +128,11 @@ class Handler(BaseHTTPRequestHandler):
         if isinstance(body.get("input"), str):
             items = [{"type": "message", "role": "user", "content": body["input"]}]
         last = last_user_text(items)
-        answer, tokens = plan(last, json.dumps(items))
+        tail = items[-1] if items and isinstance(items[-1], dict) else {}
+        if tail.get("type") == "function_call_output":
+            answer, tokens = [("text", "The command ran.")], (1_000_000 if "BIG" in last else 100)
+        else:
+            answer, tokens = plan(last, json.dumps(items))
         rid = next_id("resp")
         events = [{"type": "response.created", "response": {"id": rid}}]
         for kind, value in answer:
@@ -132,6 +141,11 @@ class Handler(BaseHTTPRequestHandler):
                         "content": [{"type": "output_text", "text": value}]}
                 events.append({"type": "response.output_item.added", "item": item})
                 events.append({"type": "response.output_text.delta", "delta": value})
+                events.append({"type": "response.output_item.done", "item": item})
+            elif kind == "call":
+                item = {"type": "function_call", "id": next_id("fc"), "call_id": next_id("call"),
+                        "name": "exec_command", "arguments": json.dumps(value)}
+                events.append({"type": "response.output_item.added", "item": item})
                 events.append({"type": "response.output_item.done", "item": item})
             else:
                 item = {"type": "web_search_call", "id": next_id("ws"), "status": "completed",
@@ -156,7 +170,7 @@ class Handler(BaseHTTPRequestHandler):
                 last = content_text(m.get("content"))
                 break
         answer, tokens = plan(last, json.dumps(msgs))
-        text = " ".join(v for k, v in answer if k == "text")
+        text = " ".join(v for k, v in answer if k == "text") or "OK."
         cid = next_id("chatcmpl")
         model = body.get("model", "mock-model")
         usage = {"prompt_tokens": tokens, "completion_tokens": 1, "total_tokens": tokens + 1}
