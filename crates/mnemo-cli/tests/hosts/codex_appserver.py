@@ -7,9 +7,10 @@ STEPS_JSON is a list of steps, each one of:
   {"turn": "text"}                 turn/start with that user text
   {"compact": true}                thread/compact/start
   {"write": [path, text]}          write a file (e.g. switch the policy)
-Each step waits for its `turn/completed` notification (or 60 s). OUT_JSON
-gets, per step, the notifications it saw (method + params) and any error
-response, plus the thread id."""
+Each step waits for its `turn/completed` notification (or 90 s). OUT_JSON
+gets `hooks/list` as Codex sees it (trust status, current hashes), the
+thread id, and per step the notifications it saw (method + params) and
+its response."""
 import json
 import os
 import queue
@@ -79,6 +80,9 @@ rid = send("initialize", {"clientInfo": {"name": "mnemo-e2e", "version": "0"}})
 wait(rid, False)
 proc.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "initialized"}) + "\n")
 proc.stdin.flush()
+rid = send("hooks/list", {"cwds": [workdir]})
+_, resp = wait(rid, False)
+out["hooks"] = resp
 rid = send("thread/start", {"cwd": workdir, "approvalPolicy": "never"})
 _, resp = wait(rid, False)
 thread = ((resp or {}).get("result") or {}).get("thread", {}).get("id")
