@@ -148,6 +148,21 @@ fn codex_strict_deny_holds_the_override_allows_and_the_users_turn_ends_an_auto_d
     let last = requests.lines().last().unwrap_or("");
     assert!(last.contains("hello again, go on"), "{last}");
 
+    // What Codex 0.171.0 does with a hook's systemMessage (the trail on
+    // allow): shown to the user (hook output entries), never sent to the
+    // model, neither in the compaction request nor after it (docs/trail.md).
+    assert!(
+        hook_runs(&steps[4])
+            .iter()
+            .any(|(e, _, t)| e == "preCompact" && t.iter().any(|x| x.contains("mnemo trail"))),
+        "{:?}",
+        hook_runs(&steps[4])
+    );
+    assert!(
+        !requests.contains("mnemo trail"),
+        "Codex now sends systemMessage to the model: update docs/trail.md"
+    );
+
     let stderr = read(w, "hook.stderr");
     let denies = stderr
         .lines()
