@@ -24,6 +24,15 @@ expectation file.
   the session key derived here, independently of mnemo (RFC 5869 HKDF-SHA256,
   empty salt, info = session_id, 32 bytes); one that does not is SIG-FAIL.
 
+* The expectation file has a fourth column, the reason a row does not
+  PASS (client, record, not-implemented, contradiction, by-design); a row
+  that does not pass without a reason fails the run. `corpus*` marks the
+  members the standard's reference runner sends; they are counted apart.
+* Own members may keep their Guardian's state in SQLite (`runner.store`)
+  and restart it between steps (`{"restart": true}`), send a body nested
+  past any parser (`raw_nested_depth`), and check each answer (`expect`:
+  code, decision, reason codes, JSON pointers, `chain_advances`).
+
 Standard library only. Exit status: 0 when every row matches the
 expectation file, 1 on any difference, 2 when it could not run.
 """
