@@ -182,13 +182,26 @@ const TUNING_MIN: (usize, usize) = (19, 0);
 /// Second round (issue 13 item 9). Before tuning (rules of 87e7715):
 /// held-out2 32/33 and 9 false positives (9/118 labelled negatives
 /// flagged), tuning2 7/7 and 9 (9/40).
-const HELDOUT2_MIN: (usize, usize) = (32, 9);
-const TUNING2_MIN: (usize, usize) = (7, 9);
-/// Most findings on the cargo-registry corpus (all false).
-/// Measured on the merged Cargo.lock (3,936 files, 52.4 MB): 6 (CFStringRef /
-/// CFIndex after `password`, an `opensesame` proxy-URL test in hyper-util,
-/// `secret123` in jsonschema); the issue asks for at most 2.
-const CORPUS_MAX_FINDINGS: usize = 6;
+/// After tuning on tuning2 (Slack token shapes, example passwords,
+/// acronym type names, kebab-case object names): held-out2 32/33 and 3
+/// (3/118), tuning2 7/7 and 0 (0/40).
+const HELDOUT2_MIN: (usize, usize) = (32, 3);
+const TUNING2_MIN: (usize, usize) = (7, 0);
+/// Most false findings on the cargo-registry corpus (the issue's target).
+/// Measured on the Cargo.lock of 87e7715 (4,132 files, 52.4 MB): 10 before
+/// the second round (3× an `opensesame` proxy-URL test in hyper-util,
+/// `secret123` in jsonschema, `'pwd'` in postgres-protocol's docs, and the
+/// five private keys below), 0 false after it.
+const CORPUS_MAX_FALSE: usize = 2;
+/// Findings in the corpus that are real secrets, not false ones: a 512-bit
+/// RSA private key (and an encrypted one) that the `pem` crate publishes in
+/// its docs and tests, once under a `CERTIFICATE` header (its body,
+/// `MIIBPQIBAAJBAO…`, is a DER RSAPrivateKey). A scrubber must redact a
+/// private key wherever it appears. (file suffix, rule)
+const CORPUS_REAL_KEYS: &[(&str, &str)] = &[
+    ("/pem-3.0.6/src/lib.rs", "pem-private-key"),
+    ("/pem-3.0.6/src/lib.rs", "certificate"),
+];
 /// Budget of the corpus.
 const CORPUS_BYTES: u64 = 50 * 1024 * 1024;
 
@@ -278,7 +291,7 @@ fn cargo_registry_corpus_has_at_most_the_committed_findings() {
         return;
     };
     let scrubber = Scrubber::default_rules().unwrap();
-    let (mut bytes, mut nfiles, mut findings) = (0u64, 0usize, Vec::new());
+    let (mut bytes, mut nfiles, mut findings, mut real) = (0u64, 0usize, Vec::new(), 0usize);
     for p in all {
         if bytes >= CORPUS_BYTES {
             break;
@@ -288,13 +301,21 @@ fn cargo_registry_corpus_has_at_most_the_committed_findings() {
         };
         bytes += data.len() as u64;
         nfiles += 1;
+        let path = p.to_string_lossy();
         for f in scrubber.find_bytes(&data) {
+            if CORPUS_REAL_KEYS
+                .iter()
+                .any(|(suffix, rule)| path.ends_with(suffix) && f.rule == *rule)
+            {
+                real += 1;
+                continue;
+            }
             let s = String::from_utf8_lossy(&data[f.start..f.end.min(f.start + 80)]).to_string();
             findings.push(format!("{}: {} {s:?}", p.display(), f.rule));
         }
     }
     println!(
-        "corpus: {nfiles} files, {:.1} MB, {} findings (all false)",
+        "corpus: {nfiles} files, {:.1} MB, {} false findings, {real} real private keys",
         bytes as f64 / 1e6,
         findings.len()
     );
@@ -306,8 +327,8 @@ fn cargo_registry_corpus_has_at_most_the_committed_findings() {
         "the corpus is only {bytes} bytes: is the registry complete?"
     );
     assert!(
-        findings.len() <= CORPUS_MAX_FINDINGS,
-        "{} findings on the corpus, above the committed {CORPUS_MAX_FINDINGS}",
+        findings.len() <= CORPUS_MAX_FALSE,
+        "{} false findings on the corpus, above the committed {CORPUS_MAX_FALSE}",
         findings.len()
     );
 }
