@@ -601,14 +601,9 @@ fn o200k(text: &str) -> Option<usize> {
 }
 
 /// The input of an entry as the size target counts it: its text and its
-/// file list.
+/// file list (the same text as [`render::entry_input`]).
 fn input_text(r: &SummaryRecord) -> String {
-    let mut t = r.scoring_text();
-    for f in &r.files_changed {
-        t.push('\n');
-        t.push_str(f);
-    }
-    t
+    render::entry_input(r)
 }
 
 /// C1–C3: the plan of a gate over a prepared batch on the bank's current
@@ -809,7 +804,7 @@ pub fn plan_gate(
         .zip(&phase.allocation.entries)
         .zip(&each)
     {
-        let (src, r) = &records[e.index];
+        let (src, _) = &records[e.index];
         if let Some(slot) = outcomes.get_mut(e.index) {
             *slot = Some(EntryOutcome {
                 source: src.clone(),
@@ -821,8 +816,10 @@ pub fn plan_gate(
                 lines: Some(ea.lines),
                 action: (*action).into(),
                 reason: None,
-                tokens_in: o200k(&input_text(r)),
-                tokens_out: o200k(&zz_entry_text(&e.view)),
+                // The entry's own measure (render::EntryTokens), the
+                // same the ZZ Budget states.
+                tokens_in: Some(e.view.tokens.input),
+                tokens_out: Some(e.view.tokens.output),
             });
         }
     }
@@ -869,17 +866,6 @@ pub fn plan_gate(
         outcome: out,
         skipped_sources,
     })
-}
-
-/// The text of one entry in the ZZ artifact's `## Priority Entries`, as
-/// far as its tokens go: its title and summary lines.
-fn zz_entry_text(v: &render::EntryView) -> String {
-    let mut t = v.summary.title.clone();
-    for l in v.summary.lines() {
-        t.push('\n');
-        t.push_str(l);
-    }
-    t
 }
 
 // ---------------------------------------------------------------------
