@@ -60,13 +60,22 @@ fn tokens(s: &str) -> usize {
     mnemo_tokens::count_o200k(s).unwrap()
 }
 
-/// One block of the Priority Entries: the agent, the section it is in and
+/// One block of the Priority Entries: the agent, the section it is in, its
+/// head line (an expanded entry's `**Agent** score — title · fields`) and
 /// its body lines (for a table row: the row).
 #[derive(Debug)]
 struct Block {
     agent: String,
     section: String,
+    head: Option<String>,
     lines: Vec<String>,
+}
+
+impl Block {
+    /// Everything on the page for this entry: head and lines.
+    fn all_lines(&self) -> impl Iterator<Item = &String> {
+        self.head.iter().chain(&self.lines)
+    }
 }
 
 fn priority_entries(zz: &str) -> String {
@@ -87,32 +96,27 @@ fn blocks(pe: &str) -> Vec<Block> {
             open = false;
         } else if line.trim().is_empty() {
             open = false;
-        } else if line.starts_with("**Entry:**") {
+        } else if section != "STANDARD" && !open && line.starts_with("**") {
+            // `**Hermes** 0.78 — title · fields`
+            let agent = line[2..].split("**").next().unwrap_or_default().trim();
             out.push(Block {
-                agent: String::new(),
+                agent: agent.to_string(),
                 section: section.clone(),
+                head: Some(line.to_string()),
                 lines: Vec::new(),
             });
             open = true;
-        } else if let Some(rest) = line.strip_prefix("**Agent:** ") {
-            if let Some(b) = out.last_mut().filter(|_| open) {
-                b.agent = rest
-                    .split(" | ")
-                    .next()
-                    .unwrap_or_default()
-                    .trim()
-                    .to_string();
-            }
         } else if open {
             if let Some(b) = out.last_mut() {
                 b.lines.push(line.to_string());
             }
-        } else if line.starts_with("| ") && !line.starts_with("| Date") {
+        } else if line.starts_with("| ") && !line.starts_with("| Agent |") {
             let cells: Vec<&str> = line.split(" | ").collect();
-            if cells.len() >= 3 {
+            if cells.len() >= 2 {
                 out.push(Block {
-                    agent: cells[1].trim().to_string(),
+                    agent: cells[0].trim_start_matches('|').trim().to_string(),
                     section: section.clone(),
+                    head: None,
                     lines: vec![line.to_string()],
                 });
             }
@@ -342,7 +346,7 @@ fn run_half(half: &str) -> (Figures, Figures) {
             let text = norm(
                 &mine
                     .iter()
-                    .flat_map(|x| x.lines.iter().map(String::as_str))
+                    .flat_map(|x| x.all_lines().map(String::as_str))
                     .collect::<Vec<_>>()
                     .join("\n"),
             );
@@ -372,6 +376,14 @@ fn run_half(half: &str) -> (Figures, Figures) {
             for x in &mine {
                 let mut found = Vec::new();
                 defects(&x.lines, &src, x.section != "STANDARD", &mut found);
+                // The head line is where an expanded entry lists the files
+                // its lines do not name: every check but that one.
+                defects(
+                    std::slice::from_ref(x.head.as_ref().unwrap_or(&String::new())),
+                    &src,
+                    false,
+                    &mut found,
+                );
                 for d in found {
                     if !fig.defects.contains(&d) {
                         fig.defects.push(d);

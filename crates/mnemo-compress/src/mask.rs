@@ -5,7 +5,7 @@
 //! a compressed entry survive for the receiving agent. `summary:60` keeps the
 //! first 60 characters of the summary, cut on a character boundary.
 
-use mnemo_model::{Config, SummaryRecord};
+use mnemo_model::{Config, Status, SummaryRecord};
 use serde::Serialize;
 
 /// The parsed field set of a mask.
@@ -200,6 +200,85 @@ pub fn mask_entry(
     to: &str,
 ) -> MaskedEntry {
     apply_mask(record, semantic, &FieldMask::for_pair(config, from, to))
+}
+
+/// What an entry of the ZZ artifact shows besides its summary lines, as
+/// the pair's mask decides (seed §5). A field is shown when the mask keeps
+/// it, it has a value, and the entry's own lines do not already say it.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct EntryFields {
+    /// Show the date (the artifact states the gate's date once; an entry
+    /// shows its own only when it differs).
+    pub date: bool,
+    /// Show the files: an expanded entry lists the files its lines do not
+    /// name, a one-line entry its file names.
+    pub files: bool,
+    /// The status, when the mask keeps it and it is not `complete` (the
+    /// preflight compresses only complete and partial work, so `complete`
+    /// says nothing): `⚠️ partial`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    /// The other kept fields, rendered in this order: `tests: …`,
+    /// `verdict …`, `N critical issues`, `coverage …`, `blockers: …`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// The fields `mask` lets an entry of `record` show; `said` is the text of
+/// the entry's lines (a value it already contains is not repeated).
+pub fn entry_fields(record: &SummaryRecord, mask: &FieldMask, said: &str) -> EntryFields {
+    let said_low = said.to_lowercase();
+    let unsaid = |v: &str| !v.trim().is_empty() && !said_low.contains(&v.trim().to_lowercase());
+    let mut notes = Vec::new();
+    if mask.tests
+        && let Some(t) = record.tests.as_deref().filter(|t| unsaid(t))
+    {
+        notes.push(format!("tests: {}", one_line(t)));
+    }
+    if mask.verdict
+        && let Some(v) = record.verdict.map(|v| v.to_string()).filter(|v| unsaid(v))
+    {
+        notes.push(format!("verdict {v}"));
+    }
+    if mask.critical_issues
+        && let Some(n) = record.critical_issues
+    {
+        let s = format!("{n} critical issue{}", if n == 1 { "" } else { "s" });
+        if unsaid(&s) {
+            notes.push(s);
+        }
+    }
+    if mask.coverage
+        && let Some(c) = record.coverage.as_deref().filter(|c| unsaid(c))
+    {
+        notes.push(format!("coverage {}", one_line(c)));
+    }
+    if mask.blockers && !record.blockers.is_empty() {
+        let b = record.blockers.join("; ");
+        if unsaid(&b) {
+            notes.push(format!("blockers: {}", one_line(&b)));
+        }
+    }
+    let status = match record.status {
+        Some(Status::Complete) | None => None,
+        Some(s) if mask.status => Some(match s {
+            Status::Partial => "⚠️ partial".to_string(),
+            other => other.to_string(),
+        }),
+        // A partial entry is always flagged (seed §9: compress with ⚠️).
+        Some(Status::Partial) => Some("⚠️ partial".to_string()),
+        Some(_) => None,
+    };
+    EntryFields {
+        date: mask.date,
+        files: mask.files,
+        status,
+        notes,
+    }
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 #[cfg(test)]

@@ -12,9 +12,9 @@ use serde::Serialize;
 
 use crate::budget::{AllocItem, BudgetParams, HalfLines, PhaseAllocation, allocate_phase};
 use crate::facts::extract;
-use crate::mask::{MaskedEntry, mask_entry};
+use crate::mask::{FieldMask, MaskedEntry, entry_fields, mask_entry};
 use crate::preflight::{ArtifactType, Decision, Preflight, can_compress};
-use crate::render::{EntryView, confirmation};
+use crate::render::{EntryTokens, EntryView, confirmation};
 use crate::summary::{DeterministicSummarizer, Summarizer, SummaryRequest};
 use crate::xref::{NewRef, detect};
 
@@ -156,20 +156,29 @@ pub fn compress_phase(
         );
         let facts = extract(&r.scoring_text(), &r.files_changed);
         refs.extend(detect(r, ea.band, &phase, &agent, &facts));
+        let fields = entry_fields(
+            r,
+            &FieldMask::for_pair(config, from, to.unwrap_or("*")),
+            &summary.lines().join(" "),
+        );
+        let mut view = EntryView {
+            agent,
+            date,
+            phase,
+            score: ea.score,
+            band: ea.band,
+            mode: ea.mode,
+            status: r.status,
+            summary,
+            source_summary: r.summary.clone(),
+            task: tasks.get(index).cloned().flatten(),
+            fields,
+            tokens: EntryTokens::default(),
+        };
+        view.tokens = EntryTokens::measure(r, &view, input.date);
         entries.push(CompressedEntry {
             index,
-            view: EntryView {
-                agent,
-                date,
-                phase,
-                score: ea.score,
-                band: ea.band,
-                mode: ea.mode,
-                status: r.status,
-                summary,
-                source_summary: r.summary.clone(),
-                task: tasks.get(index).cloned().flatten(),
-            },
+            view,
             masked,
             decision,
             fell_back,

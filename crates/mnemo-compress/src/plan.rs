@@ -496,9 +496,14 @@ pub struct EntryOutcome {
 impl EntryOutcome {
     /// Fills `tokens_in` and `tokens_out` (o200k; loads the vocabulary on
     /// first use, so the gate itself does not).
+    /// Figures already set (the ZZ entry's own measure) are kept.
     pub fn count_tokens(&mut self) {
-        self.tokens_in = o200k(&self.token_texts.0);
-        self.tokens_out = self.token_texts.1.as_deref().and_then(o200k);
+        if self.tokens_in.is_none() {
+            self.tokens_in = o200k(&self.token_texts.0);
+        }
+        if self.tokens_out.is_none() {
+            self.tokens_out = self.token_texts.1.as_deref().and_then(o200k);
+        }
     }
 }
 
@@ -615,14 +620,9 @@ fn o200k(text: &str) -> Option<usize> {
 }
 
 /// The input of an entry as the size target counts it: its text and its
-/// file list.
+/// file list (the same text as [`render::entry_input`]).
 fn input_text(r: &SummaryRecord) -> String {
-    let mut t = r.scoring_text();
-    for f in &r.files_changed {
-        t.push('\n');
-        t.push_str(f);
-    }
-    t
+    render::entry_input(r)
 }
 
 /// C1–C3: the plan of a gate over a prepared batch on the bank's current
@@ -824,7 +824,7 @@ pub fn plan_gate(
         .zip(&phase.allocation.entries)
         .zip(&each)
     {
-        let (src, r) = &records[e.index];
+        let (src, _) = &records[e.index];
         if let Some(slot) = outcomes.get_mut(e.index) {
             *slot = Some(EntryOutcome {
                 source: src.clone(),
@@ -836,8 +836,10 @@ pub fn plan_gate(
                 lines: Some(ea.lines),
                 action: (*action).into(),
                 reason: None,
-                tokens_in: None,
-                tokens_out: None,
+                // The entry's own measure (render::EntryTokens), the
+                // same the ZZ Budget states.
+                tokens_in: Some(e.view.tokens.input),
+                tokens_out: Some(e.view.tokens.output),
                 token_texts: (input_text(r), Some(zz_entry_text(&e.view))),
             });
         }
@@ -885,17 +887,6 @@ pub fn plan_gate(
         outcome: out,
         skipped_sources,
     })
-}
-
-/// The text of one entry in the ZZ artifact's `## Priority Entries`, as
-/// far as its tokens go: its title and summary lines.
-fn zz_entry_text(v: &render::EntryView) -> String {
-    let mut t = v.summary.title.clone();
-    for l in v.summary.lines() {
-        t.push('\n');
-        t.push_str(l);
-    }
-    t
 }
 
 // ---------------------------------------------------------------------
@@ -1472,7 +1463,6 @@ mod tests {
         assert_eq!(p.outcome.outcomes.len(), 2);
         for o in &mut p.outcome.outcomes.clone() {
             assert_eq!(o.action, Action::New);
-            assert_eq!(o.tokens_in, None);
             o.count_tokens();
             assert!(o.key.is_some() && o.band.is_some() && o.lines.is_some());
             assert!(o.tokens_in.unwrap_or(0) > 0 && o.tokens_out.unwrap_or(0) > 0);

@@ -1,6 +1,12 @@
 //! The text mnemo writes (seed §8, §9, §15, §17).
 //!
-//! * [`render_zz`]: `ZZ-phase{N}-context.md`, exactly in the §8 format.
+//! * [`render_zz`]: `ZZ-phase{N}-context.md` in the §8 structure (the same
+//!   headings, Budget and Cross-References), with dense entries: an
+//!   expanded entry is one head line (`**Agent** — title · fields`)
+//!   and its §4 lines as a list, only the gotcha labelled; the STANDARD
+//!   table has `| Agent | Summary |`, the gate's date is stated once and a
+//!   status only when it is not `complete`. The Budget states the o200k
+//!   tokens of the entries' input and of the Priority Entries written.
 //! * [`completed_entry`]: an entry of `## Completed Phases` in
 //!   `01-active-context.md`. Its first line ends with a marker
 //!   `<!-- mnemo:key=DATE|PHASE|AGENT hash=HHHHHHHHHHHHHHHH -->` that carries
@@ -20,7 +26,8 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::budget::{Mode, PhaseAllocation};
-use crate::summary::{Body, Summary, file_list};
+use crate::mask::EntryFields;
+use crate::summary::{Body, Summary, file_list, short_file_list};
 use crate::xref::{NewRef, RefId};
 
 /// A score in ten-thousandths, printed with two decimals rounded half-up.
@@ -168,6 +175,51 @@ pub struct EntryView {
     /// summaries in this phase of the batch.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub task: Option<String>,
+    /// What the pair's field mask lets the entry show besides its lines.
+    pub fields: EntryFields,
+    /// Its size: tokens given (text + files) and written (its ZZ lines).
+    pub tokens: EntryTokens,
+}
+
+/// The size of one entry in o200k tokens (SPEC §2: the Budget section
+/// states tokens in and out).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct EntryTokens {
+    /// The record's text fields (summary, what, why, gotcha) and its file
+    /// list: what the agent handed over.
+    pub input: usize,
+    /// The entry as the ZZ artifact's `## Priority Entries` writes it.
+    pub output: usize,
+}
+
+/// Counts o200k tokens; `false` when the vocabulary could not be loaded and
+/// the count is the characters / 4 estimate.
+pub fn count_tokens(text: &str) -> (usize, bool) {
+    match mnemo_tokens::count_o200k(text) {
+        Ok(n) => (n, true),
+        Err(_) => (mnemo_tokens::estimate(text), false),
+    }
+}
+
+/// What an entry was given, as [`EntryTokens::input`] counts it: the text
+/// fields, a line break, the files joined by `, `.
+pub fn entry_input(record: &SummaryRecord) -> String {
+    format!(
+        "{}\n{}",
+        record.scoring_text(),
+        record.files_changed.join(", ")
+    )
+}
+
+impl EntryTokens {
+    /// The tokens of `record` given and of `e` written (with the artifact
+    /// stating `zz_date`).
+    pub fn measure(record: &SummaryRecord, e: &EntryView, zz_date: &str) -> EntryTokens {
+        EntryTokens {
+            input: count_tokens(&entry_input(record)).0,
+            output: count_tokens(&render_entry(e, zz_date)).0,
+        }
+    }
 }
 
 impl EntryView {
@@ -224,6 +276,119 @@ fn cell(s: &str) -> String {
     s.replace(['\n', '\r'], " ").replace('|', "\\|")
 }
 
+/// The date the artifact states once: the most common date of its entries
+/// (the first of them on a tie), or none without entries.
+fn zz_date(entries: &[EntryView]) -> Option<&str> {
+    let mut best: Option<(&str, usize)> = None;
+    for e in entries {
+        let d = e.date.as_str();
+        let n = entries.iter().filter(|x| x.date == d).count();
+        if best.is_none_or(|(_, m)| n > m) {
+            best = Some((d, n));
+        }
+    }
+    best.map(|(d, _)| d)
+}
+
+fn is_expanded(e: &EntryView) -> bool {
+    matches!(e.summary.body, Body::Critical { .. } | Body::High { .. })
+}
+
+/// The title when it says something the first line does not (a task name,
+/// a lead sentence taken out of the lines); a title that only repeats the
+/// first words of the first line is left out.
+fn informative_title(e: &EntryView) -> Option<String> {
+    let t = e
+        .summary
+        .title
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let first = e.summary.lines().first().copied().unwrap_or_default();
+    let norm = |s: &str| {
+        s.replace('`', "")
+            .to_lowercase()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    (!t.is_empty() && !norm(first).starts_with(&norm(&t))).then_some(t)
+}
+
+/// The head of an entry: date (when not the artifact's), status, and for an
+/// expanded entry the mask's other fields (a one-line entry keeps the seed's
+/// `sentence — files` shape).
+fn field_bits(e: &EntryView, zz_date: &str) -> Vec<String> {
+    let mut bits = Vec::new();
+    if e.fields.date && e.date != zz_date {
+        bits.push(e.date.clone());
+    }
+    if let Some(s) = &e.fields.status {
+        bits.push(s.clone());
+    }
+    if is_expanded(e) {
+        bits.extend(e.fields.notes.iter().cloned());
+    }
+    bits
+}
+
+/// One entry as `## Priority Entries` writes it. An expanded entry:
+///
+/// ```text
+/// **Hermes** — Auth endpoints · files: a.py, b.py +1 more
+/// - What changed (the agent's words).
+/// - Why it matters to the next agent.
+/// - Gotcha: the gotcha.
+/// ```
+///
+/// (a blank line before it; empty lines are left out). A STANDARD entry is
+/// its table row `| Agent | Summary |`.
+pub fn render_entry(e: &EntryView, zz_date: &str) -> String {
+    let mut o = String::new();
+    let bits = field_bits(e, zz_date);
+    match &e.summary.body {
+        Body::Critical { .. } | Body::High { .. } => {
+            // No score: the band is the section; the score is in
+            // `## Completed Phases`.
+            let _ = write!(o, "\n**{}**", e.agent);
+            if let Some(t) = informative_title(e) {
+                let _ = write!(o, " — {t}");
+            }
+            for b in &bits {
+                let _ = write!(o, " · {b}");
+            }
+            if e.fields.files && !e.summary.files.is_empty() {
+                let _ = write!(o, " · files: {}", short_file_list(&e.summary.files));
+            }
+            o.push('\n');
+            let lines = e.summary.lines();
+            for (i, l) in lines.iter().enumerate() {
+                if l.trim().is_empty() {
+                    continue;
+                }
+                let gotcha = i == 2 && matches!(e.summary.body, Body::Critical { .. });
+                let _ = writeln!(o, "- {}{l}", if gotcha { "Gotcha: " } else { "" });
+            }
+        }
+        Body::Standard { sentence, files } => {
+            let mut c = bits;
+            let mut text = sentence.clone();
+            if e.fields.files && !files.is_empty() {
+                text = format!("{text} — {files}");
+            }
+            c.push(text);
+            let _ = writeln!(o, "| {} | {} |", cell(&e.agent), cell(&c.join(" · ")));
+        }
+        Body::Aggressive { .. } => {
+            // A LOW entry is its file names (seed §4), whatever the mask.
+            let mut c = bits;
+            c.push(e.summary.cell());
+            let _ = writeln!(o, "| {} | {} |", cell(&e.agent), cell(&c.join(" · ")));
+        }
+    }
+    o
+}
+
 /// Renders `ZZ-phase{N}-context.md` (seed §8). `entries` are in allocation
 /// order (score descending). Subsections with no entries are left out; the
 /// Cross-References table is always written (header only when empty).
@@ -237,17 +402,8 @@ pub fn render_zz(
     let next = header
         .next_phase
         .map_or_else(|| next_phase(n), |s| s.trim().to_string());
-    let mut o = String::new();
-    let _ = writeln!(o, "# Phase {n} → Phase {next} Context");
-    let _ = writeln!(o, "**From:** {} (Phase {n})", at_list(header.from));
-    let _ = writeln!(o, "**To:** {} (Phase {next})", at_list(header.to));
-    o.push('\n');
-    o.push_str("## Budget\n");
-    let _ = writeln!(o, "- Allocated: {} lines", alloc.allocated);
-    let _ = writeln!(o, "- Used: {} lines", alloc.used);
-    let _ = writeln!(o, "- Carried: {} lines", alloc.carried);
-    o.push('\n');
-    o.push_str("## Priority Entries\n");
+    let date = zz_date(entries).unwrap_or_default();
+    let mut pe = String::from("## Priority Entries\n");
     let critical: Vec<&EntryView> = entries
         .iter()
         .filter(|e| matches!(e.summary.body, Body::Critical { .. }))
@@ -256,52 +412,52 @@ pub fn render_zz(
         .iter()
         .filter(|e| matches!(e.summary.body, Body::High { .. }))
         .collect();
-    let standard: Vec<&EntryView> = entries
-        .iter()
-        .filter(|e| {
-            matches!(
-                e.summary.body,
-                Body::Standard { .. } | Body::Aggressive { .. }
-            )
-        })
-        .collect();
+    let standard: Vec<&EntryView> = entries.iter().filter(|e| !is_expanded(e)).collect();
     if !critical.is_empty() {
-        o.push_str("\n### CRITICAL (expanded)\n");
+        pe.push_str("\n### CRITICAL (expanded)\n");
         for e in critical {
-            if let Body::Critical {
-                what,
-                to_next,
-                gotcha,
-            } = &e.summary.body
-            {
-                entry_head(&mut o, e, what, to_next);
-                let _ = writeln!(o, "**Gotcha:** {gotcha}");
-            }
+            pe.push_str(&render_entry(e, date));
         }
     }
     if !high.is_empty() {
-        o.push_str("\n### HIGH (2-line)\n");
+        pe.push_str("\n### HIGH (2-line)\n");
         for e in high {
-            if let Body::High { what, to_next } = &e.summary.body {
-                entry_head(&mut o, e, what, to_next);
-            }
+            pe.push_str(&render_entry(e, date));
         }
     }
     if !standard.is_empty() {
-        o.push_str("\n### STANDARD (1-line)\n\n");
-        o.push_str("| Date | Agent | Summary | Status |\n");
-        o.push_str("|------|-------|---------|--------|\n");
+        pe.push_str("\n### STANDARD (1-line)\n\n");
+        pe.push_str("| Agent | Summary |\n");
+        pe.push_str("|-------|---------|\n");
         for e in standard {
-            let _ = writeln!(
-                o,
-                "| {} | {} | {} | {} |",
-                cell(&e.date),
-                cell(&e.agent),
-                cell(&e.summary.cell()),
-                e.status_cell()
-            );
+            pe.push_str(&render_entry(e, date));
         }
     }
+    let tokens_in: usize = entries.iter().map(|e| e.tokens.input).sum();
+    let (tokens_out, exact) = count_tokens(&pe);
+    let mut o = String::new();
+    let _ = writeln!(o, "# Phase {n} → Phase {next} Context");
+    let _ = writeln!(o, "**From:** {} (Phase {n})", at_list(header.from));
+    let _ = writeln!(o, "**To:** {} (Phase {next})", at_list(header.to));
+    if !date.is_empty() && entries.iter().any(|e| e.fields.date) {
+        let _ = writeln!(o, "**Date:** {date}");
+    }
+    o.push('\n');
+    o.push_str("## Budget\n");
+    let _ = writeln!(o, "- Allocated: {} lines", alloc.allocated);
+    let _ = writeln!(o, "- Used: {} lines", alloc.used);
+    let _ = writeln!(o, "- Carried: {} lines", alloc.carried);
+    let _ = writeln!(
+        o,
+        "- Tokens: {tokens_in} in, {tokens_out} out ({})",
+        if exact {
+            "o200k"
+        } else {
+            "estimate: characters / 4"
+        }
+    );
+    o.push('\n');
+    o.push_str(&pe);
     o.push_str("\n## Cross-References\n\n");
     o.push_str("| ID | Type | Name | File |\n");
     o.push_str("|----|------|------|------|\n");
@@ -315,20 +471,6 @@ pub fn render_zz(
         );
     }
     o
-}
-
-/// The first four lines of an expanded (CRITICAL or HIGH) ZZ entry.
-fn entry_head(o: &mut String, e: &EntryView, what: &str, to_next: &str) {
-    o.push('\n');
-    let _ = writeln!(o, "**Entry:** {}", e.summary.title);
-    let _ = writeln!(
-        o,
-        "**Agent:** {} | **Score:** {}",
-        e.agent,
-        fmt_score(e.score)
-    );
-    let _ = writeln!(o, "**What changed:** {what}");
-    let _ = writeln!(o, "**To next agent:** {to_next}");
 }
 
 /// An entry of `## Completed Phases`: one line per budget line (CRITICAL 3,
@@ -349,16 +491,34 @@ pub fn completed_entry(e: &EntryView) -> String {
         fmt_score(e.score)
     );
     let m = marker(&e.key(), &e.hash());
+    // One line per budget line: an empty one says so.
+    let or_none = |s: &str| {
+        if s.trim().is_empty() {
+            "None stated.".to_string()
+        } else {
+            s.to_string()
+        }
+    };
+    let files = if e.summary.files.is_empty() {
+        String::new()
+    } else {
+        format!(" Files: {}.", file_list(&e.summary.files))
+    };
     match &e.summary.body {
         Body::Critical {
             what,
             to_next,
             gotcha,
         } => format!(
-            "{head} — What changed: {what} {m}\n  - To next agent: {to_next}\n  - Gotcha: {gotcha}\n"
+            "{head} — What changed: {what}{files} {m}\n  - To next agent: {}\n  - Gotcha: {}\n",
+            or_none(to_next),
+            or_none(gotcha)
         ),
         Body::High { what, to_next } => {
-            format!("{head} — What changed: {what} {m}\n  - To next agent: {to_next}\n")
+            format!(
+                "{head} — What changed: {what}{files} {m}\n  - To next agent: {}\n",
+                or_none(to_next)
+            )
         }
         Body::Standard { .. } | Body::Aggressive { .. } => {
             format!("{head} — {} {m}\n", e.summary.cell())

@@ -69,10 +69,16 @@ pub enum Body {
 /// A compressed entry's summary.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Summary {
-    /// A short title (the ZZ artifact's `**Entry:**`).
+    /// A short title (the head of the entry in the ZZ artifact).
     pub title: String,
     /// The lines.
     pub body: Body,
+    /// For an expanded (CRITICAL/HIGH) body: the changed files that its
+    /// lines do not name, in input order (paths are facts; the renderer
+    /// shows them when the pair's field mask keeps `files`). Empty for the
+    /// one-line shapes, whose body carries its files.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub files: Vec<String>,
 }
 
 /// Collapses every whitespace run (line breaks included) to one space, so
@@ -218,6 +224,11 @@ impl<'c> DeterministicSummarizer<'c> {
         DeterministicSummarizer { config }
     }
 
+    /// The configuration it reads.
+    pub fn config(&self) -> &Config {
+        self.config
+    }
+
     /// Infallible form of [`Summarizer::summarize`].
     pub fn build(&self, req: &SummaryRequest<'_>) -> Summary {
         let r = req.record;
@@ -244,17 +255,17 @@ impl<'c> DeterministicSummarizer<'c> {
                 files: short_file_list(&r.files_changed),
             },
         };
-        let mut summary = Summary { title, body };
+        let mut summary = Summary {
+            title,
+            body,
+            files: Vec::new(),
+        };
         summary.single_lines();
+        if matches!(summary.body, Body::Critical { .. } | Body::High { .. }) {
+            let said = summary.lines().join(" ");
+            summary.files = unnamed_files(&r.files_changed, &said);
+        }
         summary
-    }
-
-    fn include(&self, req: &SummaryRequest<'_>) -> Vec<String> {
-        let to = req.to.unwrap_or("*");
-        self.config
-            .variant_for(req.from, to)
-            .map(|v| v.include.clone())
-            .unwrap_or_default()
     }
 
     fn expanded(
@@ -264,7 +275,6 @@ impl<'c> DeterministicSummarizer<'c> {
         critical: bool,
     ) -> (String, String, String) {
         let r = req.record;
-        let include = self.include(req);
         let own = |f: &Option<String>| -> Option<String> {
             f.as_deref().map(|t| {
                 let parts: Vec<String> = ex::sentences(t)
@@ -331,25 +341,6 @@ impl<'c> DeterministicSummarizer<'c> {
                 .cloned()
                 .unwrap_or_else(|| "No summary given.".to_string());
         }
-        // Review fields the text does not already state.
-        let said = format!(
-            "{} {} {}",
-            r.summary,
-            r.what.as_deref().unwrap_or_default(),
-            r.why.as_deref().unwrap_or_default()
-        );
-        let review: Vec<String> = review_bits(r, &include)
-            .split(", ")
-            .filter(|b| !b.is_empty())
-            .filter(|b| {
-                // `coverage 88%` is left out when the text says `88%`.
-                !(b.starts_with("coverage ") && said.contains(b.trim_start_matches("coverage ")))
-            })
-            .map(str::to_string)
-            .collect();
-        if !review.is_empty() {
-            what = format!("{} {}.", what.trim_end(), review.join(", "));
-        }
         if !critical && let Some(g) = &gotcha {
             to_next = join(&[to_next], std::slice::from_ref(g));
         }
@@ -360,38 +351,92 @@ impl<'c> DeterministicSummarizer<'c> {
             if !b.is_empty() {
                 what = a;
                 to_next = b;
-            } else {
-                to_next = "Nothing further stated.".to_string();
             }
         }
+        // No placeholder (`None stated.`) when the agent gave no gotcha: an
+        // empty line is not rendered.
         let gotcha = if critical {
-            gotcha.unwrap_or_else(|| "None stated.".to_string())
+            gotcha.unwrap_or_default()
         } else {
             String::new()
         };
-        // Paths are facts too: the files the text does not name close the
-        // longer of the first two lines (at most three, then `+N more`).
-        let named = format!("{what} {to_next} {gotcha}");
-        let files: Vec<String> = r
-            .files_changed
-            .iter()
-            .filter(|f| !named.contains(f.as_str()))
-            .cloned()
-            .collect();
-        if !files.is_empty() {
-            let mut list = files.iter().take(3).cloned().collect::<Vec<_>>().join(", ");
-            if files.len() > 3 {
-                list.push_str(&format!(" +{} more", files.len() - 3));
-            }
-            let line = if what.len() >= to_next.len() {
-                &mut what
-            } else {
-                &mut to_next
-            };
-            *line = format!("{} Files: {list}.", line.trim_end());
-        }
         (cap_line(&what), cap_line(&to_next), cap_line(&gotcha))
     }
+}
+
+/// True when `text` names `path`: the whole path, or its file name as a
+/// word of its own (`routes.rb` in "see routes.rb"). A bare directory name
+/// or a name shorter than four characters does not count.
+pub fn names_path(text: &str, path: &str) -> bool {
+    let p = path.trim();
+    if p.is_empty() || text.contains(p) {
+        return true;
+    }
+    let name = p.trim_end_matches('/').rsplit('/').next().unwrap_or(p);
+    if name.chars().count() < 4 || !name.contains('.') || name == p.trim_end_matches('/') {
+        return false;
+    }
+    let is_word = |c: char| c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '/');
+    text.match_indices(name).any(|(i, _)| {
+        let before = text[..i].chars().next_back();
+        let after = text[i + name.len()..].chars().next();
+        before.is_none_or(|c| !is_word(c))
+            && after.is_none_or(|c| {
+                !is_word(c)
+                    || (c == '.'
+                        && text[i + name.len() + 1..]
+                            .chars()
+                            .next()
+                            .is_none_or(char::is_whitespace))
+            })
+    })
+}
+
+/// The files of `files` that `text` does not name (see [`names_path`]),
+/// duplicates removed.
+pub fn unnamed_files(files: &[String], text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for f in files {
+        let f = f.trim();
+        if !f.is_empty() && !names_path(text, f) && !out.iter().any(|o| o == f) {
+            out.push(f.to_string());
+        }
+    }
+    out
+}
+
+/// Paths written densely: files that share a directory are grouped under
+/// it (`app/notes/{routes.rb, controller.rb}`), directories in order of
+/// first appearance; at most `max` files, then `+N more`. Every path can be
+/// read back whole from the text.
+pub fn compact_paths(files: &[String], max: usize) -> String {
+    let shown = files.iter().take(max.max(1));
+    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+    for f in shown {
+        let t = f.trim();
+        let body = t.trim_end_matches('/');
+        let (dir, name) = match body.rfind('/') {
+            Some(i) => (&t[..=i], &t[i + 1..]),
+            None => ("", t),
+        };
+        match groups.iter_mut().find(|(d, _)| d == dir) {
+            Some((_, names)) => names.push(name.to_string()),
+            None => groups.push((dir.to_string(), vec![name.to_string()])),
+        }
+    }
+    let mut out = groups
+        .iter()
+        .map(|(dir, names)| match names.as_slice() {
+            [one] => format!("{dir}{one}"),
+            _ if dir.is_empty() => names.join(", "),
+            _ => format!("{dir}{{{}}}", names.join(", ")),
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    if files.len() > max.max(1) {
+        out.push_str(&format!(" +{} more", files.len() - max.max(1)));
+    }
+    out
 }
 
 /// Sentences joined by spaces after `first` (empty parts skipped).
@@ -628,27 +673,6 @@ pub fn file_list(files: &[String]) -> String {
         out.push_str(&format!(" +{} more", files.len() - MAX_FILES));
     }
     out
-}
-
-fn review_bits(r: &SummaryRecord, include: &[String]) -> String {
-    let wants = |k: &str| include.iter().any(|i| i == k || i == "all");
-    let mut bits = Vec::new();
-    if wants("verdict")
-        && let Some(v) = r.verdict
-    {
-        bits.push(format!("verdict {v}"));
-    }
-    if wants("critical_issues")
-        && let Some(n) = r.critical_issues
-    {
-        bits.push(format!("{n} critical issues"));
-    }
-    if wants("coverage")
-        && let Some(c) = &r.coverage
-    {
-        bits.push(format!("coverage {c}"));
-    }
-    bits.join(", ")
 }
 
 #[cfg(test)]

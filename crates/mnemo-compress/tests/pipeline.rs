@@ -152,7 +152,11 @@ fn phase_gate_end_to_end() {
         &views,
         &xrefs,
     );
-    assert!(zz.contains("**Agent:** Demeter | **Score:** "));
+    assert!(zz.contains("\n**Demeter** "), "{zz}");
+    // The Budget states the tokens given and written; each entry has its own.
+    let tin: usize = out.entries.iter().map(|e| e.view.tokens.input).sum();
+    assert!(tin > 0 && out.entries.iter().all(|e| e.view.tokens.output > 0));
+    assert!(zz.contains(&format!("- Tokens: {tin} in, ")), "{zz}");
     assert!(zz.contains(
         "| M0001 | migration | refresh_tokens table | backend/migrations/0012_refresh.sql |"
     ));

@@ -4,9 +4,10 @@
 
 use mnemo_compress::budget::{AllocItem, BudgetParams, HalfLines, allocate_phase};
 use mnemo_compress::facts::extract;
+use mnemo_compress::mask::{FieldMask, entry_fields};
 use mnemo_compress::render::{
-    EntryKey, EntryView, Review, ZzHeader, completed_entry, confirmation, handoff_prompt, marker,
-    parse_marker, progress_section, render_zz,
+    EntryKey, EntryTokens, EntryView, Review, ZzHeader, completed_entry, confirmation,
+    handoff_prompt, marker, parse_marker, progress_section, render_zz,
 };
 use mnemo_compress::summary::{DeterministicSummarizer, Summarizer, SummaryRequest};
 use mnemo_compress::xref::{NextIds, detect, parse_index};
@@ -157,9 +158,10 @@ fn golden_phase_outputs() {
             })
             .unwrap();
         let display = config.display_agent(&agent);
+        let said = summary.lines().join(" ");
         let facts = extract(&c.record.scoring_text(), &c.record.files_changed);
         refs.extend(detect(&c.record, ea.band, "1", &display, &facts));
-        views.push(EntryView {
+        let mut view = EntryView {
             agent: display,
             date: "2026-06-20".into(),
             phase: "1".into(),
@@ -170,7 +172,15 @@ fn golden_phase_outputs() {
             summary,
             source_summary: c.record.summary.clone(),
             task: None,
-        });
+            fields: entry_fields(
+                &c.record,
+                &FieldMask::for_pair(&config, &agent, c.to),
+                &said,
+            ),
+            tokens: EntryTokens::default(),
+        };
+        view.tokens = EntryTokens::measure(&c.record, &view, "2026-06-20");
+        views.push(view);
     }
     let mut index = parse_index("");
     let mut ids =
@@ -289,21 +299,18 @@ fn zz_format_matches_the_spec_example_structure() {
             .collect::<Vec<_>>()
     };
     assert_eq!(heads(&a), heads(&b));
-    for label in [
-        "**Entry:**",
-        "**Agent:**",
-        "**What changed:**",
-        "**To next agent:**",
-        "**Gotcha:**",
-        "- Allocated",
-        "- Used",
-        "- Carried",
-    ] {
+    // The Budget labels of §8 stay (the report reads them); the entries'
+    // fixed labels (`**Entry:**`, `**What changed:**`, …) are gone on
+    // purpose: they carried no fact and took a third of the page (SPEC §2,
+    // "a handoff is smaller than what it summarises"). What is left of the
+    // §4 shape: a head line per expanded entry, its lines as a list, the
+    // gotcha labelled.
+    for label in ["- Allocated", "- Used", "- Carried", "- Tokens"] {
         assert!(b.contains(&label.to_string()), "{label}");
     }
-    assert!(
-        ours.contains("| Date | Agent | Summary | Status |\n|------|-------|---------|--------|\n")
-    );
+    assert!(!ours.contains("**Entry:**") && !ours.contains("**What changed:**"));
+    assert!(ours.contains("\n- Gotcha: "), "{ours}");
+    assert!(ours.contains("| Agent | Summary |\n|-------|---------|\n"));
     assert!(ours.contains("| ID | Type | Name | File |\n|----|------|------|------|\n"));
 }
 

@@ -71,7 +71,9 @@ fn planted_fact_retention_beats_the_80_char_baseline() {
             assert!(l.chars().count() <= LINE_CAP, "line over cap: {l}");
             assert!(!l.contains('\n'));
         }
-        let joined = lines.join("\n");
+        // The files its lines do not name travel with the summary (the
+        // renderer shows them as the pair's mask says).
+        let joined = format!("{}\n{}", lines.join("\n"), sum.files.join("\n"));
         if shown < 3 {
             shown += 1;
             println!(
@@ -163,7 +165,7 @@ fn planted_fact_retention_on_held_out_set() {
                 to: Some(&c.to),
             })
             .unwrap();
-        let joined = sum.lines().join("\n");
+        let joined = format!("{}\n{}", sum.lines().join("\n"), sum.files.join("\n"));
         for f in &c.facts {
             assert!(c.summary.contains(f.as_str()) || c.files.contains(f));
             planted += 1;
