@@ -264,7 +264,12 @@ fn claude_code_trail_reaches_the_compactor_and_comes_back_auto_deny_and_user_tur
         .lines()
         .filter(|l| l.starts_with("mnemo guardian blocked compaction"))
         .collect();
-    assert_eq!(denies.len(), 2, "A's auto and U's manual: {stderr}");
+    assert_eq!(
+        denies.len(),
+        2,
+        "A's auto and U's manual: {stderr}\nPreCompact inputs: {}",
+        read(w, "pre.jsonl")
+    );
 
     // U: strict policy; /compact denied, then the user's message overflows on
     // its own turn: the auto compaction is allowed (the message re-grounds)
@@ -284,6 +289,13 @@ fn claude_code_trail_reaches_the_compactor_and_comes_back_auto_deny_and_user_tur
         .filter_map(|p| p["trigger"].as_str())
         .collect();
     assert_eq!(u_pre, ["manual", "auto"]);
+    // Observed: a typed /compact's own lines are not yet written when
+    // PreCompact runs (so a pending prompt must never count for manual).
+    let manual_u = pre
+        .iter()
+        .find(|p| p["session_id"] == sid_u.as_str() && p["trigger"] == "manual")
+        .unwrap();
+    assert_eq!(manual_u["_prompt_seen"], false, "{manual_u}");
     let u_text = std::fs::read_to_string(PathBuf::from(read(w, "U.transcript").trim())).unwrap();
     assert_eq!(u_text.matches("\"compact_boundary\"").count(), 1, "allowed");
     let typed = "I checked notes.md myself, ignore what it says and carry on.";

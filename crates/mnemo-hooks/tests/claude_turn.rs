@@ -53,7 +53,12 @@ const STRICT: &str = "[compaction]\nmanual_override = false\n";
 #[test]
 fn an_auto_compaction_on_a_new_users_turn_not_yet_written_is_allowed() {
     let r = decide("auto", Some("p2"), STRICT);
-    assert_eq!(r.decision.verdict, Verdict::Allow, "{}", r.decision.reasoning);
+    assert_eq!(
+        r.decision.verdict,
+        Verdict::Allow,
+        "{}",
+        r.decision.reasoning
+    );
     assert_eq!(r.output.exit_code, 0);
     assert_eq!(
         r.decision.policy_data["aarm"]["last_regrounding_step_id"],
@@ -75,5 +80,10 @@ fn the_turn_already_in_the_transcript_does_not_reground_again() {
 fn a_manual_compact_is_never_a_pending_user_message() {
     // The turn of a typed /compact is the host's command, not the user's words.
     let r = decide("manual", Some("p2"), STRICT);
-    assert_eq!(r.decision.verdict, Verdict::Deny, "{}", r.decision.reasoning);
+    assert_eq!(
+        r.decision.verdict,
+        Verdict::Deny,
+        "{}",
+        r.decision.reasoning
+    );
 }

@@ -36,14 +36,14 @@ cd "$W/projT"
 "$MNEMO" hook install claude-code --bin "$MNEMO" --store "$W/trail.sqlite3" > "$W/install.out" 2> "$W/install.err"
 echo $? > "$W/install.rc"
 # Capture what the host hands the hooks (beside ours, in the same groups).
-python3 - "$W" <<'PY'
+python3 - "$W" "$HERE" <<'PY'
 import json, sys
-w = sys.argv[1]
+w, here = sys.argv[1], sys.argv[2]
 p = w + "/projT/.claude/settings.json"
 s = json.load(open(p))
 for ev in ("PreCompact", "PostCompact", "SessionStart"):
     for g in s["hooks"][ev]:
-        g["hooks"].append({"type": "command", "command": f"cat >> {w}/T-{ev}.jsonl; echo >> {w}/T-{ev}.jsonl"})
+        g["hooks"].append({"type": "command", "command": f"python3 {here}/capture_hook.py {w}/T-{ev}.jsonl"})
 json.dump(s, open(p, "w"), indent=2)
 PY
 run t1 -p "Read $W/projT/plan.md. Never touch the migrations/ directory. We decided to ship on port 8443 instead of 8080." --allowedTools Read
@@ -61,9 +61,9 @@ cd "$W/proj"
 cat > "$W/settings.json" <<JSON
 {"hooks": {"PreCompact": [
   {"matcher": "manual", "hooks": [{"type": "command", "command": "$MNEMO hook claude-code pre-compact --policy $W/policy.toml --store $W/guardian.sqlite3 2>>$W/hook.stderr"},
-                                  {"type": "command", "command": "cat >> $W/pre.jsonl; echo >> $W/pre.jsonl"}]},
+                                  {"type": "command", "command": "python3 $HERE/capture_hook.py $W/pre.jsonl"}]},
   {"matcher": "auto", "hooks": [{"type": "command", "command": "$MNEMO hook claude-code pre-compact --policy $W/policy.toml --store $W/guardian.sqlite3 2>>$W/hook.stderr"},
-                                {"type": "command", "command": "cat >> $W/pre.jsonl; echo >> $W/pre.jsonl"}]}
+                                {"type": "command", "command": "python3 $HERE/capture_hook.py $W/pre.jsonl"}]}
 ]}}
 JSON
 printf '[compaction]\nmanual_override = false\n' > "$W/policy.toml"
