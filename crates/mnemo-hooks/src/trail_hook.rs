@@ -202,8 +202,46 @@ fn str_of<'a>(v: &'a serde_json::Value, k: &str) -> &'a str {
     v.get(k).and_then(serde_json::Value::as_str).unwrap_or("")
 }
 
-/// PostCompact. Claude Code: checks `compact_summary` against the stored
-/// trail and keeps the check for SessionStart (prints nothing on stdout).
+/// Where the scrubber found secrets in a compaction summary: one line for
+/// stderr naming each rule and the line it is on (never the secret), or
+/// `None` when there is none. A scrubber that cannot be built says so
+/// (fail closed: the summary counts as unchecked, not as clean).
+pub fn summary_secrets_report(summary: &str) -> Option<String> {
+    let scrubber = match mnemo_scrub::Scrubber::default_rules() {
+        Ok(s) => s,
+        Err(e) => {
+            return Some(format!(
+                "mnemo: the compaction summary was not scanned for secrets ({e})\n"
+            ));
+        }
+    };
+    let found = scrubber.find(summary);
+    if found.is_empty() {
+        return None;
+    }
+    let at: Vec<String> = found
+        .iter()
+        .map(|f| {
+            let line = summary.as_bytes()[..f.start.min(summary.len())]
+                .iter()
+                .filter(|&&b| b == b'\n')
+                .count()
+                + 1;
+            format!("{} at line {line}", f.rule)
+        })
+        .collect();
+    Some(format!(
+        "mnemo: the compaction summary holds {} secret{} ({}); it is in the host's context now: rotate {}; mnemo re-injects none of it\n",
+        found.len(),
+        if found.len() == 1 { "" } else { "s" },
+        at.join(", "),
+        if found.len() == 1 { "it" } else { "them" },
+    ))
+}
+
+/// PostCompact. Claude Code: scans `compact_summary` for secrets (reported
+/// on stderr, whether or not a trail was kept), checks it against the
+/// stored trail and keeps the check (prints nothing on stdout).
 /// Codex (no summary): answers the whole stored trail as `systemMessage`.
 pub fn run_post_compact(
     host: Host,
@@ -217,6 +255,12 @@ pub fn run_post_compact(
         stderr: String::new(),
         check: None,
     };
+    let summary = str_of(&v, "compact_summary");
+    if host == Host::ClaudeCode
+        && let Some(report) = summary_secrets_report(summary)
+    {
+        out.stderr.push_str(&report);
+    }
     let Some(trail) = load_trail(opts, session) else {
         return Ok(out);
     };
@@ -224,15 +268,8 @@ pub fn run_post_compact(
         out.stdout = serde_json::json!({ "systemMessage": trail.text }).to_string() + "\n";
         return Ok(out);
     }
-    let summary = str_of(&v, "compact_summary");
     let check =
         mnemo_trail::check(&trail, summary).map_err(|e| OpenError::Config(e.to_string()))?;
-    if !check.summary_secrets.is_empty() {
-        out.stderr.push_str(&format!(
-            "mnemo trail: the compaction summary holds secrets ({}); they are not re-injected\n",
-            check.summary_secrets.join(", ")
-        ));
-    }
     let file = trail_dir(opts).join(format!("{}.check.json", file_stem(session)));
     if let Err(e) = write_whole(&file, &serde_json::to_vec(&check).unwrap_or_default()) {
         out.stderr.push_str(&format!(
