@@ -84,7 +84,6 @@ impl<'de> Deserialize<'de> for Prefix {
 struct Facts<'a> {
     kind: Cow<'a, str>,
     uuid: Option<Cow<'a, str>>,
-    prompt_id: Option<Cow<'a, str>>,
     compact_boundary: bool,
     is_meta: bool,
     is_summary: bool,
@@ -163,8 +162,6 @@ struct TypedLine<'a> {
     kind: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     uuid: Option<Cow<'a, str>>,
-    #[serde(rename = "promptId", borrow, default)]
-    prompt_id: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     subtype: Option<Cow<'a, str>>,
     #[serde(rename = "isMeta", default)]
@@ -256,7 +253,6 @@ fn typed(line: &str) -> Option<Facts<'_>> {
     Some(Facts {
         kind: t.kind.unwrap_or(Cow::Borrowed("")),
         uuid: t.uuid,
-        prompt_id: t.prompt_id,
         compact_boundary: t.subtype.as_deref() == Some("compact_boundary"),
         is_meta: t.is_meta.unwrap_or(false),
         is_summary: t.is_summary.unwrap_or(false),
@@ -308,7 +304,6 @@ fn lenient(v: &Value) -> Facts<'static> {
     Facts {
         kind: Cow::Owned(s(v.get("type")).unwrap_or_default()),
         uuid: s(v.get("uuid")).map(Cow::Owned),
-        prompt_id: s(v.get("promptId")).map(Cow::Owned),
         compact_boundary: v.get("subtype").and_then(Value::as_str) == Some("compact_boundary"),
         is_meta: v.get("isMeta").and_then(Value::as_bool) == Some(true),
         is_summary: v.get("isCompactSummary").and_then(Value::as_bool) == Some(true),
@@ -422,8 +417,6 @@ pub struct Mapper {
     missing_preserved: Vec<String>,
     /// Where the summary goes (ahead of the preserved entries).
     summary_slot: Option<usize>,
-    /// The `promptId`s of the lines read (one per user turn).
-    prompts: HashSet<String>,
 }
 
 impl Mapper {
@@ -493,11 +486,6 @@ impl Mapper {
     }
 
     fn facts(&mut self, facts: Facts<'_>, lineno: usize) {
-        if let Some(p) = facts.prompt_id.as_deref()
-            && !self.prompts.contains(p)
-        {
-            self.prompts.insert(p.to_string());
-        }
         let step = facts
             .uuid
             .as_deref()
@@ -606,12 +594,6 @@ impl Mapper {
     /// before it (the reader then did not see the whole kept context).
     pub fn missing_preserved(&self) -> &[String] {
         &self.missing_preserved
-    }
-
-    /// Whether a line of the user turn `prompt_id` was read (the hook
-    /// input's `prompt_id` names the turn a compaction happens in).
-    pub fn saw_prompt(&self, prompt_id: &str) -> bool {
-        self.prompts.contains(prompt_id)
     }
 
     /// The entries (oldest first) and the number of lines that did not parse.

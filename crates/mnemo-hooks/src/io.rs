@@ -3,7 +3,7 @@
 //! its chain entry in the session store), render the host's answer.
 
 use super::{BlockStyle, HookOutput, Host, claude, codex, parse_hook_input, render};
-use mnemo_acs::model::{Origin, Trigger};
+use mnemo_acs::model::Origin;
 use mnemo_guardian::decide::{Decision, EntryProvenance};
 use mnemo_guardian::protocol::{HostCompaction, Transport, trigger_from_host};
 use mnemo_guardian_store::open::{GuardOptions, OpenError as ServeError, open_guardian};
@@ -19,10 +19,6 @@ pub const MAX_LINE: usize = 64 << 20;
 pub const LOOKBACK: u64 = 64 << 20;
 /// Step id (and source id) of transcript content the hook could not read.
 pub const UNREAD: &str = "mnemo:transcript-unread";
-/// Step id prefix (then the `prompt_id`) of the user's message that started
-/// a Claude Code turn whose auto compaction fired before the message was in
-/// the transcript.
-pub const PENDING_PROMPT: &str = "claude-code:pending-prompt:";
 
 /// Result of one hook run.
 #[derive(Debug, Clone)]
@@ -75,43 +71,25 @@ pub fn run_pre_compact(
         }
     };
     let trigger = trigger_from_host(hook.trigger.as_deref().unwrap_or("auto"));
-    let prompt_id = hook.prompt_id.as_deref().filter(|p| !p.is_empty());
     let (entries, bad) = match hook.transcript_path.as_deref() {
         Some(p) if !p.is_empty() => {
-            let t = match (host, prompt_id) {
-                (Host::ClaudeCode, Some(id)) => {
-                    read_transcript_for(host, std::path::Path::new(p), id)
-                }
-                _ => read_transcript(host, std::path::Path::new(p)),
-            };
-            if let (Some(false), Trigger::SizeThreshold, Some(id)) =
-                (t.saw_prompt, trigger, prompt_id)
-            {
-                // The user's message that started this turn is not in the
-                // transcript yet (Claude Code writes it asynchronously; an
-                // over-full context overflows on that very request): it is
-                // what the user typed and it stays in the context after the
-                // compaction, so it counts as theirs, at the end.
-                let mut e = t.entries;
-                e.push(crate::entry(
-                    format!("{PENDING_PROMPT}{id}"),
-                    vec![(Origin::UserInput, Some("claude-code:user".to_string()))],
-                ));
-                let t = Transcript { entries: e, ..t };
-                for why in &t.problems {
-                    note.push_str(&format!(
-                        "mnemo guardian: cannot read transcript {p} whole ({why}); what was not read counts as untrusted ({UNREAD})\n"
-                    ));
-                }
-                (t.entries, t.bad)
-            } else {
-                for why in &t.problems {
-                    note.push_str(&format!(
+            let path = std::path::Path::new(p);
+            let mut t = read_transcript(host, path);
+            for why in &t.problems {
+                note.push_str(&format!(
                     "mnemo guardian: cannot read transcript {p} whole ({why}); what was not read counts as untrusted ({UNREAD})\n"
                 ));
-                }
-                (t.entries, t.bad)
             }
+            if host == Host::ClaudeCode {
+                crate::trail_hook::link_prior_compaction(
+                    opts,
+                    &hook.session_id,
+                    path,
+                    t.boundary,
+                    &mut t.entries,
+                );
+            }
+            (t.entries, t.bad)
         }
         _ => (Vec::new(), 0),
     };
@@ -165,9 +143,8 @@ pub struct Transcript {
     pub problems: Vec<String>,
     /// Byte offset the forward read started at.
     pub start: u64,
-    /// Claude Code: whether a line of the turn the hook input's
-    /// `prompt_id` names was read (`None` when no prompt id was asked for).
-    pub saw_prompt: Option<bool>,
+    /// Byte offset of the last compaction boundary line, if any.
+    pub boundary: Option<u64>,
 }
 
 fn unread() -> EntryProvenance {
@@ -203,28 +180,12 @@ pub fn read_transcript(host: Host, path: &std::path::Path) -> Transcript {
     read_transcript_with(host, path, MAX_LINE, LOOKBACK)
 }
 
-/// [`read_transcript`], also telling whether the turn `prompt_id` (Claude
-/// Code's hook input) has a line in the region read.
-pub fn read_transcript_for(host: Host, path: &std::path::Path, prompt_id: &str) -> Transcript {
-    read_transcript_full(host, path, MAX_LINE, LOOKBACK, Some(prompt_id))
-}
-
 /// [`read_transcript`] with its limits given (tests use small ones).
 pub fn read_transcript_with(
     host: Host,
     path: &std::path::Path,
     max_line: usize,
     lookback: u64,
-) -> Transcript {
-    read_transcript_full(host, path, max_line, lookback, None)
-}
-
-fn read_transcript_full(
-    host: Host,
-    path: &std::path::Path,
-    max_line: usize,
-    lookback: u64,
-    prompt_id: Option<&str>,
 ) -> Transcript {
     let mut t = Transcript::default();
     let mut file = match std::fs::File::open(path) {
@@ -253,6 +214,7 @@ fn read_transcript_full(
         _ => 0,
     };
     t.start = start;
+    t.boundary = boundary;
     let mut mapper = match host {
         Host::ClaudeCode => AnyMapper::Claude(claude::Mapper::new()),
         Host::Codex => AnyMapper::Codex(codex::Mapper::new()),
@@ -326,7 +288,6 @@ fn read_transcript_full(
     }
     let (mut entries, bad) = match mapper {
         AnyMapper::Claude(m) => {
-            t.saw_prompt = prompt_id.map(|p| m.saw_prompt(p));
             let missing = m.missing_preserved().len();
             let first_missing = m.missing_preserved().first().cloned();
             let (mut e, bad) = m.finish();
@@ -349,6 +310,27 @@ fn read_transcript_full(
     t.entries = entries;
     t.bad = bad;
     t
+}
+
+/// Whether a Claude Code `compact_boundary` line starts in `from..to` of
+/// the file (a range over 64 MiB counts as holding one: not scanned).
+pub fn claude_boundary_between(
+    path: &std::path::Path,
+    from: u64,
+    to: u64,
+) -> std::io::Result<bool> {
+    use std::io::{Seek, SeekFrom};
+    if to <= from {
+        return Ok(false);
+    }
+    if to - from > 64 << 20 {
+        return Ok(true);
+    }
+    let mut f = std::fs::File::open(path)?;
+    f.seek(SeekFrom::Start(from))?;
+    let mut buf = vec![0u8; (to - from) as usize];
+    f.read_exact(&mut buf)?;
+    Ok(memchr::memmem::find(&buf, b"\"compact_boundary\"").is_some())
 }
 
 /// Byte offset of the start of the last line holding `pattern` (not

@@ -174,6 +174,70 @@ pub fn run_pre_compact_with_trail(
     Ok(run)
 }
 
+/// What a Claude Code PostCompact recorded, to link the summary the host
+/// writes after it to its lineage (`<session>.lineage.json` in the trail
+/// store).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Lineage {
+    /// Provenance id the summary was recorded under (`steps/postCompact`).
+    pub summary_id: String,
+    /// Length of the transcript when PostCompact ran: the host appends the
+    /// boundary and the summary after it.
+    pub transcript_len: u64,
+}
+
+fn lineage_file(opts: &GuardOptions, session: &str) -> PathBuf {
+    trail_dir(opts).join(format!("{}.lineage.json", file_stem(session)))
+}
+
+/// The lineage kept by the last PostCompact of `session`, if any.
+pub fn load_lineage(opts: &GuardOptions, session: &str) -> Option<Lineage> {
+    if opts.memory {
+        return None;
+    }
+    let bytes = std::fs::read(lineage_file(opts, session)).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// Keeps the lineage of a compaction for the next PreCompact.
+pub fn save_lineage(opts: &GuardOptions, session: &str, l: &Lineage) -> std::io::Result<()> {
+    let json = serde_json::to_vec(l).map_err(std::io::Error::other)?;
+    write_whole(&lineage_file(opts, session), &json)
+}
+
+/// Claude Code: the summary of the last compaction (`isCompactSummary`,
+/// lineage [`crate::claude::PRIOR_COMPACTION`]) is linked to the summary id
+/// its PostCompact recorded, when that record is the one of this boundary:
+/// the boundary starts at or after the transcript's length then, and no
+/// other boundary lies between (a compaction PostCompact did not see).
+/// Otherwise the lineage stays unknown (the policy's `unknown_lineage`).
+/// Returns the summary id linked.
+pub fn link_prior_compaction(
+    opts: &GuardOptions,
+    session: &str,
+    transcript: &Path,
+    boundary: Option<u64>,
+    entries: &mut [mnemo_guardian::decide::EntryProvenance],
+) -> Option<String> {
+    let b = boundary?;
+    let l = load_lineage(opts, session)?;
+    if b < l.transcript_len
+        || crate::io::claude_boundary_between(transcript, l.transcript_len, b).unwrap_or(true)
+    {
+        return None;
+    }
+    let mut linked = false;
+    for p in entries.iter_mut().flat_map(|e| e.provenance.iter_mut()) {
+        for d in &mut p.derived_from {
+            if d == crate::claude::PRIOR_COMPACTION {
+                *d = l.summary_id.clone();
+                linked = true;
+            }
+        }
+    }
+    linked.then_some(l.summary_id)
+}
+
 /// What a PostCompact / SessionStart hook prints and exits with.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EventOutput {
