@@ -92,6 +92,19 @@ pub enum InstallHost {
         #[command(flatten)]
         hook: HookCommandArgs,
     },
+    /// Codex CLI: `config.toml` (`.codex/config.toml` of the project, or
+    /// `$CODEX_HOME/config.toml` with --user) gets PreCompact and
+    /// PostCompact (matchers manual and auto), and the user config their
+    /// `[hooks.state]` trusted hashes (Codex skips an untrusted hook
+    /// silently); every other key and hook is kept.
+    Codex {
+        /// Where.
+        #[command(flatten)]
+        target: Target,
+        /// What the hooks run.
+        #[command(flatten)]
+        hook: HookCommandArgs,
+    },
     /// OpenCode: the mnemo plugin in `plugin` of `opencode.json` (or
     /// `~/.config/opencode/opencode.json` with --user).
     Opencode {
@@ -127,6 +140,7 @@ pub fn run(host: InstallHost, quiet: bool) -> anyhow::Result<ExitCode> {
                 "Claude Code hooks PreCompact (manual, auto), PostCompact, SessionStart (compact)",
             )
         }
+        InstallHost::Codex { target, hook } => return run_codex(&target, &hook, quiet),
         InstallHost::Opencode { target, plugin } => {
             let xdg = std::env::var_os("XDG_CONFIG_HOME")
                 .filter(|x| !x.is_empty())
@@ -143,6 +157,63 @@ pub fn run(host: InstallHost, quiet: bool) -> anyhow::Result<ExitCode> {
         }
     };
     finish(&target, &change, what, quiet)
+}
+
+/// `mnemo hook install codex`: the hooks go to the chosen config, their
+/// trust to the user config (Codex reads `[hooks.state]` only there), so a
+/// project installation changes two files. Both are planned before either
+/// is written.
+fn run_codex(target: &Target, hook: &HookCommandArgs, quiet: bool) -> anyhow::Result<ExitCode> {
+    use mnemo_hooks::install_codex as cx;
+    let codex_home = std::env::var_os("CODEX_HOME")
+        .filter(|c| !c.is_empty())
+        .map(PathBuf::from);
+    let user = cx::user_config_path(codex_home.as_deref(), home().as_deref())?;
+    let (bin, extra) = hook.resolve()?;
+    let hooks = cx::codex_hooks(&bin, &extra);
+    let what = "Codex hooks PreCompact and PostCompact (manual, auto), trusted";
+    let changes = match target.scope() {
+        Scope::User => {
+            let change = install::plan(&user, |t| {
+                let (text, states) = cx::merge_codex_hooks(&user, t, &hooks)?;
+                cx::merge_codex_trust(&user, Some(&text), &states)
+            })?;
+            vec![change]
+        }
+        Scope::Project => {
+            let dir = target.dir()?;
+            let project = cx::project_config_path(&dir);
+            let mut states = Vec::new();
+            let hooks_change = install::plan(&project, |t| {
+                let (text, s) = cx::merge_codex_hooks(&project, t, &hooks)?;
+                states = s;
+                Ok(text)
+            })?;
+            let trust_change = install::plan(&user, |t| cx::merge_codex_trust(&user, t, &states))?;
+            if !quiet && !cx::project_trusted(trust_change.before.as_deref(), &dir) {
+                eprintln!(
+                    "mnemo hook install: Codex loads {} only for a trusted project; trust it in Codex (or add [projects.\"{}\"] trust_level = \"trusted\" to {})",
+                    project.display(),
+                    std::path::absolute(&dir).unwrap_or(dir.clone()).display(),
+                    user.display()
+                );
+            }
+            vec![hooks_change, trust_change]
+        }
+    };
+    if target.print && changes.len() > 1 {
+        let mut o = std::io::stdout().lock();
+        for c in &changes {
+            writeln!(o, "# {}", c.path.display())?;
+            o.write_all(c.after.as_bytes())?;
+        }
+        o.flush()?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    for c in &changes {
+        finish(target, c, what, quiet)?;
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Prints (`--print`) or writes a planned change, with a one-line report.

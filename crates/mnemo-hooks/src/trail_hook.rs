@@ -238,6 +238,40 @@ pub fn link_prior_compaction(
     linked.then_some(l.summary_id)
 }
 
+/// Claude Code PostCompact: keeps the [`Lineage`] of the summary just
+/// recorded (its id and the transcript's length now), when it was recorded
+/// in a persistent store; a note on stderr when it cannot be kept.
+fn claude_keep_lineage(
+    opts: &GuardOptions,
+    session: &str,
+    input: &serde_json::Value,
+    rec: &crate::io::PostRecord,
+    notes: &mut String,
+) {
+    if rec.recorded.is_none() {
+        return;
+    }
+    let path = str_of(input, "transcript_path");
+    let len = match std::fs::metadata(path) {
+        Ok(m) => m.len(),
+        Err(e) => {
+            notes.push_str(&format!(
+                "mnemo guardian: cannot read {path} ({e}); the next summary's lineage stays unknown\n"
+            ));
+            return;
+        }
+    };
+    let l = Lineage {
+        summary_id: rec.record.summary.provenance_id.clone(),
+        transcript_len: len,
+    };
+    if let Err(e) = save_lineage(opts, session, &l) {
+        notes.push_str(&format!(
+            "mnemo guardian: lineage not kept ({e}); the next summary's lineage stays unknown\n"
+        ));
+    }
+}
+
 /// What a PostCompact / SessionStart hook prints and exits with.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EventOutput {
@@ -304,15 +338,21 @@ pub fn summary_secrets_report(summary: &str) -> Option<String> {
 }
 
 /// PostCompact. Claude Code: scans `compact_summary` for secrets (reported
-/// on stderr, whether or not a trail was kept), checks it against the
-/// stored trail and keeps the check (prints nothing on stdout).
-/// Codex (no summary): answers the whole stored trail as `systemMessage`.
+/// on stderr, whether or not a trail was kept), records the compaction as
+/// `steps/postCompact` with the lineage of what it folded (linked to the
+/// next summary line through [`Lineage`]), checks it against the stored
+/// trail and keeps the check (prints nothing on stdout). Codex (no
+/// summary): records the compaction likewise
+/// ([`crate::io::run_post_compact_record`]), then answers the whole stored
+/// trail as `systemMessage`.
 pub fn run_post_compact(
     host: Host,
     opts: &GuardOptions,
     input: impl Read,
 ) -> Result<EventOutput, OpenError> {
-    let v = read_input(input)?;
+    let mut buf = Vec::new();
+    input.take(MAX_HOOK_INPUT).read_to_end(&mut buf)?;
+    let v = read_input(&buf[..])?;
     let session = str_of(&v, "session_id");
     let mut out = EventOutput {
         stdout: String::new(),
@@ -324,6 +364,13 @@ pub fn run_post_compact(
         && let Some(report) = summary_secrets_report(summary)
     {
         out.stderr.push_str(&report);
+    }
+    // The compaction and the lineage of what it folded, so that trust
+    // carries across it (steps/postCompact).
+    let rec = crate::io::run_post_compact_record(host, opts, &buf)?;
+    out.stderr.push_str(&rec.notes);
+    if host == Host::ClaudeCode {
+        claude_keep_lineage(opts, session, &v, &rec, &mut out.stderr);
     }
     let Some(trail) = load_trail(opts, session) else {
         return Ok(out);
