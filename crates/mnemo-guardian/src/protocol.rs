@@ -88,6 +88,10 @@ pub fn evaluates(method: &str) -> bool {
             .is_some_and(|rest| !rest.is_empty())
 }
 
+/// Reason code and audit finding of a `steps/toolCallResult` whose
+/// `request_id_ref` names no `steps/toolCallRequest` of its session.
+pub const UNRESOLVED_REF: &str = "request_id_ref_unresolved";
+
 /// The tool name and command of a tool call (`steps/toolCallRequest`, or
 /// wrapped MCP `tools/call` whose `name` is the tool).
 fn tool_call<'a>(method: &str, payload: &'a Value) -> Option<(&'a str, Option<&'a str>)> {
@@ -564,8 +568,30 @@ impl<S: SessionStore> Guardian<S> {
             "steps/postCompact" => self.post_compact(method, &params, params_v, &session),
             _ => {
                 let provs = model::collect_provenance(payload);
-                let refused = tool_call(method, payload)
+                // hooks.md, toolCallResult: a request_id_ref that names no
+                // toolCallRequest of this session is recorded whatever the
+                // decision (in the chain entry and the response); whether
+                // it is grounds to deny is the policy's.
+                let unresolved = match payload.get("request_id_ref").and_then(Value::as_str) {
+                    Some(r) if method == "steps/toolCallResult" => {
+                        (!self.store.has_step(&session, r, "steps/toolCallRequest")?)
+                            .then(|| r.to_string())
+                    }
+                    _ => None,
+                };
+                let mut refused = tool_call(method, payload)
                     .and_then(|(tool, command)| self.policy.tools.check(tool, command));
+                if refused.is_none()
+                    && self.policy.tools.deny_unresolved_ref
+                    && let Some(r) = &unresolved
+                {
+                    refused = Some((
+                        UNRESOLVED_REF,
+                        format!(
+                            "request_id_ref {r} names no steps/toolCallRequest of this session; the policy denies unresolved references ([tools] on_unresolved_ref = \"deny\")."
+                        ),
+                    ));
+                }
                 let mut r = match refused {
                     Some((code, reasoning)) => {
                         let mut r = self.result(&params, Verdict::Deny, Some(reasoning));
@@ -582,7 +608,22 @@ impl<S: SessionStore> Guardian<S> {
                         Some("Recorded with its provenance.".into()),
                     ),
                 };
-                let hash = self.append_step(&session, method, &params, params_v, provs)?;
+                let finding =
+                    unresolved.map(|r| json!({"finding": UNRESOLVED_REF, "request_id_ref": r}));
+                if let Some(f) = &finding {
+                    let mut codes: Vec<Value> =
+                        r.0.get("reason_codes")
+                            .and_then(Value::as_array)
+                            .cloned()
+                            .unwrap_or_default();
+                    if !codes.iter().any(|c| c == UNRESOLVED_REF) {
+                        codes.push(json!(UNRESOLVED_REF));
+                    }
+                    r.set("reason_codes", Value::Array(codes));
+                    r.set("policy_data", json!({"audit_findings": [f]}));
+                }
+                let hash =
+                    self.append_step_with(&session, method, &params, params_v, provs, finding)?;
                 r.set("chain_hash", json!(chain::to_hex(&hash)));
                 Ok(r.0)
             }
@@ -1311,10 +1352,24 @@ impl<S: SessionStore> Guardian<S> {
         params_v: &Value,
         provenance: Vec<Provenance>,
     ) -> Result<Hash, RpcError> {
+        self.append_step_with(session, method, params, params_v, provenance, None)
+    }
+
+    /// [`Self::append_step`] with an audit finding kept in the chain entry
+    /// (`findings`, e.g. an unresolved `request_id_ref`).
+    fn append_step_with(
+        &mut self,
+        session: &str,
+        method: &str,
+        params: &AcsParams,
+        params_v: &Value,
+        provenance: Vec<Provenance>,
+        finding: Option<Value>,
+    ) -> Result<Hash, RpcError> {
         let head = self.store.chain_head(session)?;
         let seq = head.map(|(n, _)| n).unwrap_or(0) + 1;
         let req_hash = step_request_hash(method, params_v);
-        let entry = context_entry(
+        let mut entry = context_entry(
             seq,
             &params.request_id,
             method,
@@ -1322,6 +1377,9 @@ impl<S: SessionStore> Guardian<S> {
             &params.timestamp,
             &provenance,
         );
+        if let (Some(f), Value::Object(m)) = (finding, &mut entry) {
+            m.insert("findings".into(), json!([f]));
+        }
         let canonical = canonicalize(&entry);
         let hash = chain::entry_hash_canonical(&canonical, head.as_ref().map(|(_, h)| h));
         self.store.append_chain(session, seq, &canonical, &hash)?;

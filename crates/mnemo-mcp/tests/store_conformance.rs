@@ -139,6 +139,26 @@ fn conformance(s: &dyn MemoryStore, now: &AtomicI64, p: &str) {
         Err(StoreError::SecretInKey { .. })
     ));
 
+    // A namespace is kept verbatim too: one that looks like a secret is refused.
+    // (Not under the test's prefix: namespaces are at most 64 characters.)
+    for bad in ["AKIAQYLPMN5HHHFPZAM2".to_string(), format!("team/{pat}")] {
+        assert!(
+            matches!(
+                put(s, &bad, None, "v"),
+                Err(StoreError::SecretInNamespace { .. })
+            ),
+            "{bad}"
+        );
+    }
+    assert!(
+        s.stats()
+            .unwrap()
+            .namespaces
+            .iter()
+            .all(|c| !c.namespace.contains(&pat) && !c.namespace.contains("AKIA")),
+        "nothing stored under a secret namespace"
+    );
+
     // Bounds.
     assert!(matches!(
         put(s, &ns, None, "  "),
@@ -298,6 +318,42 @@ fn conformance(s: &dyn MemoryStore, now: &AtomicI64, p: &str) {
     assert_eq!(count(&ns), Some(4));
     assert_eq!(count(&ls), Some(5));
     assert!(stats.total >= 14);
+}
+
+/// Words found in half of a namespace of 1,000 memories or more are left
+/// out of the match when other words remain; alone they are searched for.
+fn common_words(s: &dyn MemoryStore, p: &str) {
+    let ns = format!("{p}/common");
+    for i in 0..1000 {
+        put(s, &ns, None, &format!("common filler note {i}")).unwrap();
+    }
+    let rare = put(s, &ns, None, "common but also rare").unwrap();
+    let res = search(s, &ns, "common rare", None, None).unwrap();
+    assert_eq!(res.terms, vec!["\"rare\"".to_string()]);
+    assert_eq!(
+        res.hits.iter().map(|h| h.id).collect::<Vec<_>>(),
+        vec![rare]
+    );
+    let res = search(s, &ns, "common", None, None).unwrap();
+    assert_eq!(res.terms, vec!["\"common\"".to_string()]);
+    assert_eq!(res.count, 5);
+    // Non-ASCII words are never looked up, so they stay.
+    let res = search(s, &ns, "Common café", None, None).unwrap();
+    assert_eq!(res.terms, vec!["\"café\"".to_string()]);
+}
+
+#[test]
+fn sqlite_drops_common_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = SqliteStore::open(&dir.path().join("m.sqlite3")).unwrap();
+    common_words(&s, "lite");
+}
+
+#[test]
+fn postgres_drops_common_words() {
+    let Some(url) = pg_url() else { return };
+    let s = PostgresMemoryStore::open(&url).unwrap();
+    common_words(&s, &unique());
 }
 
 fn clock() -> (Arc<AtomicI64>, mnemo_mcp::store::Clock) {

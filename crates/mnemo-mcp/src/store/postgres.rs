@@ -6,17 +6,19 @@
 //! get one memory and one error), the same bounds. Full-text search uses a
 //! stored `tsvector` (`simple` configuration: no stemming, so a word
 //! matches as written, case-folded; the key weighted above the value) with
-//! a GIN index, ranked by `ts_rank`, times the same recency decay. Only the
+//! a GIN index, ranked by `ts_rank`, times the same recency decay; stopwords
+//! and words found in half of a large namespace are left out of the match
+//! as in SQLite. Only the
 //! first 256 KiB of a value are indexed (PostgreSQL's `tsvector` is bounded
 //! at 1 MB). Tables are versioned through `mnemo-postgres`'s migrations.
 
 use super::{
     Clock, DEFAULT_LIST_LIMIT, DEFAULT_TOP_K, Forgotten, ListItem, ListRequest, ListResult,
     MAX_HALF_LIFE_DAYS, MAX_KEY_CHARS, MAX_LIST_LIMIT, MAX_TOP_K, Memory, MemoryStore,
-    NamespaceCount, Prepared, STOPWORDS, SearchHit, SearchRequest, SearchResults, Selector,
-    StoreError, StoreRequest, StoreStats, Stored, Target, clean_query, describe, fts_query,
-    invalid, parse_metadata, prepare, preview, query_words, quote_term, rfc3339_ms, system_clock,
-    target, validate_namespace,
+    NamespaceCount, PRUNE_COMMON_FROM, Prepared, STOPWORDS, SearchHit, SearchRequest,
+    SearchResults, Selector, StoreError, StoreRequest, StoreStats, Stored, Target, clean_query,
+    describe, fts_query, invalid, parse_metadata, prepare, preview, query_words, quote_term,
+    rfc3339_ms, system_clock, target, validate_namespace,
 };
 use mnemo_postgres::postgres::{Client, GenericClient, Row};
 use mnemo_postgres::{Pg, PgError};
@@ -58,6 +60,51 @@ SELECT id, key, value, metadata, created_at, relevance, decay FROM (
   WHERE m.namespace = $2 AND m.tsv @@ q.q) AS t
 ORDER BY relevance * decay DESC, id DESC
 LIMIT $5";
+
+/// SQLite's common-word rule ([`PRUNE_COMMON_FROM`]): when two or more
+/// words remain and the namespace holds [`PRUNE_COMMON_FROM`] memories or
+/// more, the plain ASCII words found in at least half of them are left out
+/// of the match, unless nothing would remain. Counted per namespace (a
+/// team's database holds many; a search only ever sees one), with the GIN
+/// index (`plainto_tsquery` of the word, as the search matches it).
+fn prune_common(c: &mut Client, ns: &str, words: Vec<String>) -> Result<Vec<String>, StoreError> {
+    if words.len() < 2 {
+        return Ok(words);
+    }
+    let total: i64 = c
+        .query_one(
+            "SELECT count(*) FROM mcp_memories WHERE namespace = $1",
+            &[&ns],
+        )
+        .map_err(db)?
+        .get(0);
+    if total < PRUNE_COMMON_FROM {
+        return Ok(words);
+    }
+    let mut kept = Vec::new();
+    for w in &words {
+        let common = if w.chars().all(|ch| ch.is_ascii_alphanumeric()) {
+            let df: i64 = c
+                .query_one(
+                    "SELECT count(*) FROM mcp_memories
+                     WHERE namespace = $1 AND tsv @@ plainto_tsquery('simple', $2)",
+                    &[&ns, w],
+                )
+                .map_err(db)?
+                .get(0);
+            df.saturating_mul(2) >= total
+        } else {
+            false
+        };
+        if !common {
+            kept.push(w.clone());
+        }
+    }
+    if kept.is_empty() {
+        return Ok(words);
+    }
+    Ok(kept)
+}
 
 const COLUMNS: &str = "id, namespace, key, value, metadata, created_at, redactions";
 
@@ -242,14 +289,17 @@ impl MemoryStore for PostgresMemoryStore {
             .into_iter()
             .map(str::to_string)
             .collect();
-        let terms: Vec<String> = words.iter().map(|w| quote_term(w)).collect();
         let now = (self.clock)();
         let (ns, half) = (req.namespace.clone(), req.recency_half_life_days);
         let limit = i64::from(top_k);
-        let rows = self.call(move |c| {
-            c.query(SEARCH_SQL, &[&words, &ns, &now, &half, &limit])
-                .map_err(db)
+        let (words, rows) = self.call(move |c| {
+            let words = prune_common(c, &ns, words)?;
+            let rows = c
+                .query(SEARCH_SQL, &[&words, &ns, &now, &half, &limit])
+                .map_err(db)?;
+            Ok((words, rows))
         })?;
+        let terms: Vec<String> = words.iter().map(|w| quote_term(w)).collect();
         let mut hits = Vec::new();
         for r in rows {
             let meta: String = r.get(3);
