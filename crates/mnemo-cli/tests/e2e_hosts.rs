@@ -227,6 +227,17 @@ fn claude_code_trail_reaches_the_compactor_and_comes_back_auto_deny_and_user_tur
             .contains("Never touch the migrations/ directory."),
         "PostCompact recorded the lost facts: {check}"
     );
+    // PostCompact recorded the compaction with its lineage (steps/postCompact)
+    // and kept the link for the next summary line.
+    let lineage = w.join(format!("trail.sqlite3.trails/{sid}.lineage.json"));
+    let lineage: Value = serde_json::from_str(&std::fs::read_to_string(&lineage).unwrap()).unwrap();
+    assert!(
+        lineage["summary_id"]
+            .as_str()
+            .unwrap()
+            .starts_with("claude-code:summary:"),
+        "{lineage}"
+    );
     // The next model request carries the re-injected facts (SessionStart's
     // additionalContext with hookEventName SessionStart).
     let next = reqs
