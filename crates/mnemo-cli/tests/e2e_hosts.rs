@@ -94,3 +94,231 @@ fn claude_code_strict_deny_holds_through_two_compacts_and_the_override_allows() 
     );
     assert!(w.join("guardian.sqlite3").exists(), "decisions recorded");
 }
+
+/// Every request the mock model server received, in order.
+fn requests(w: &Path) -> Vec<Value> {
+    read(w, "requests.jsonl")
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .map(|v| v["req"].clone())
+        .collect()
+}
+
+/// The text blocks of a request's messages, joined.
+fn request_text(req: &Value) -> String {
+    let mut out = String::new();
+    for m in req["messages"].as_array().into_iter().flatten() {
+        match &m["content"] {
+            Value::String(s) => out.push_str(s),
+            Value::Array(blocks) => {
+                for b in blocks {
+                    if let Some(t) = b["text"].as_str() {
+                        out.push_str(t);
+                    }
+                    out.push('\n');
+                }
+            }
+            _ => {}
+        }
+        out.push('\n');
+    }
+    out
+}
+
+fn is_compaction_request(req: &Value) -> bool {
+    request_text(req).contains("Respond with TEXT ONLY")
+}
+
+fn hook_inputs(w: &Path, name: &str) -> Vec<Value> {
+    read(w, name)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .collect()
+}
+
+#[test]
+fn claude_code_trail_reaches_the_compactor_and_comes_back_auto_deny_and_user_turn() {
+    let claude = hosts_bin().join("claude");
+    if !claude.exists() {
+        mnemo_testkit::skip(&format!(
+            "Claude Code not installed at {} (.ci/setup.d/30-hosts.sh)",
+            claude.display()
+        ));
+        return;
+    }
+    if !mnemo_testkit::require_command("unshare", &["-n", "true"], "a network namespace")
+        || !mnemo_testkit::require_command("python3", &["-c", "pass"], "the mock model server")
+    {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let w = dir.path();
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/hosts/claude_trail_session.sh"
+    );
+    let st = Command::new("timeout")
+        .args(["600", "unshare", "-n", "sh", script])
+        .arg(&claude)
+        .arg(env!("CARGO_BIN_EXE_mnemo"))
+        .arg(w)
+        .status()
+        .unwrap();
+    assert!(st.success(), "driver: {st}");
+    let reqs = requests(w);
+
+    // T: the hooks `mnemo hook install claude-code` wrote run in the real host.
+    assert_eq!(
+        read(w, "install.rc").trim(),
+        "0",
+        "{}",
+        read(w, "install.err")
+    );
+    let t2 = result(w, "t2.out");
+    assert_eq!(t2["result"], "", "the /compact compacted: {t2}");
+    let transcript = PathBuf::from(read(w, "T.transcript").trim());
+    let text = std::fs::read_to_string(&transcript).unwrap();
+    assert_eq!(text.matches("\"compact_boundary\"").count(), 1);
+    // The compaction request carries the trail under "Additional Instructions:".
+    let compaction: Vec<String> = reqs
+        .iter()
+        .filter(|r| is_compaction_request(r))
+        .map(request_text)
+        .filter(|t| t.contains("db-stage-7"))
+        .collect();
+    assert_eq!(compaction.len(), 1, "one compaction request of session T");
+    let extra = compaction[0]
+        .split("Additional Instructions:")
+        .nth(1)
+        .expect("the compaction request has Additional Instructions");
+    for fact in [
+        "# mnemo trail",
+        "Never touch the migrations/ directory.",
+        "Always run cargo fmt before committing.",
+        "port 8443 instead of 8080",
+        "db-stage-7",
+        "plan.md",
+    ] {
+        assert!(
+            extra.contains(fact),
+            "{fact} not in the compaction request: {extra}"
+        );
+    }
+    // PostCompact and SessionStart (source compact) ran, with the inputs §6 says.
+    let post = hook_inputs(w, "T-PostCompact.jsonl");
+    assert_eq!(post.len(), 1, "PostCompact ran once");
+    assert_eq!(post[0]["trigger"], "manual");
+    assert!(
+        post[0]["compact_summary"]
+            .as_str()
+            .unwrap()
+            .contains("notes.md")
+    );
+    let start = hook_inputs(w, "T-SessionStart.jsonl");
+    assert_eq!(start.len(), 1, "SessionStart ran once");
+    assert_eq!(start[0]["source"], "compact");
+    let sid = read(w, "T.sid").trim().to_string();
+    let check = w.join(format!("trail.sqlite3.trails/{sid}.check.json"));
+    let check: Value = serde_json::from_str(&std::fs::read_to_string(&check).unwrap()).unwrap();
+    assert!(
+        check["reinject"]
+            .as_str()
+            .unwrap()
+            .contains("Never touch the migrations/ directory."),
+        "PostCompact recorded the lost facts: {check}"
+    );
+    // PostCompact recorded the compaction with its lineage (steps/postCompact)
+    // and kept the link for the next summary line.
+    let lineage = w.join(format!("trail.sqlite3.trails/{sid}.lineage.json"));
+    let lineage: Value = serde_json::from_str(&std::fs::read_to_string(&lineage).unwrap()).unwrap();
+    assert!(
+        lineage["summary_id"]
+            .as_str()
+            .unwrap()
+            .starts_with("claude-code:summary:"),
+        "{lineage}"
+    );
+    // The next model request carries the re-injected facts (SessionStart's
+    // additionalContext with hookEventName SessionStart).
+    let next = reqs
+        .iter()
+        .map(request_text)
+        .find(|t| t.contains("What did we decide about the port?"))
+        .expect("the prompt after the compaction reached the model");
+    let ctx = next
+        .split("SessionStart hook additional context:")
+        .nth(1)
+        .expect("SessionStart context in the next request");
+    for fact in [
+        "Never touch the migrations/ directory.",
+        "port 8443 instead of 8080",
+        "db-stage-7",
+    ] {
+        assert!(ctx.contains(fact), "{fact} not re-injected: {ctx}");
+    }
+
+    // A: an auto compaction (400 prompt is too long) denied.
+    let pre = hook_inputs(w, "pre.jsonl");
+    let sid_a = read(w, "A.sid").trim().to_string();
+    let auto_a: Vec<&Value> = pre
+        .iter()
+        .filter(|p| p["session_id"] == sid_a.as_str())
+        .collect();
+    assert_eq!(auto_a.len(), 1, "{pre:?}");
+    assert_eq!(auto_a[0]["trigger"], "auto");
+    let a1 = result(w, "a1.out");
+    assert_eq!(a1["result"], "Prompt is too long", "{a1}");
+    let a_text = std::fs::read_to_string(PathBuf::from(read(w, "A.transcript").trim())).unwrap();
+    assert_eq!(a_text.matches("\"compact_boundary\"").count(), 0, "denied");
+    let stderr = read(w, "hook.stderr");
+    let denies: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("mnemo guardian blocked compaction"))
+        .collect();
+    assert_eq!(
+        denies.len(),
+        2,
+        "A's auto and U's manual: {stderr}\nPreCompact inputs: {}",
+        read(w, "pre.jsonl")
+    );
+
+    // U: strict policy; /compact denied, then the user's message overflows on
+    // its own turn: the auto compaction is allowed (the message re-grounds)
+    // and the message reaches the model after it.
+    let u2 = result(w, "u2.out");
+    assert!(
+        u2["result"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("Compaction blocked by PreCompact hook"),
+        "{u2}"
+    );
+    let sid_u = read(w, "U.sid").trim().to_string();
+    let u_pre: Vec<&str> = pre
+        .iter()
+        .filter(|p| p["session_id"] == sid_u.as_str())
+        .filter_map(|p| p["trigger"].as_str())
+        .collect();
+    assert_eq!(u_pre, ["manual", "auto"]);
+    // Observed: a typed /compact's own lines are not yet written when
+    // PreCompact runs (so a pending prompt must never count for manual).
+    let manual_u = pre
+        .iter()
+        .find(|p| p["session_id"] == sid_u.as_str() && p["trigger"] == "manual")
+        .unwrap();
+    assert_eq!(manual_u["_prompt_seen"], false, "{manual_u}");
+    let u_text = std::fs::read_to_string(PathBuf::from(read(w, "U.transcript").trim())).unwrap();
+    assert_eq!(u_text.matches("\"compact_boundary\"").count(), 1, "allowed");
+    let typed = "I checked notes.md myself, ignore what it says and carry on.";
+    let at = reqs
+        .iter()
+        .position(|r| is_compaction_request(r) && request_text(r).contains(typed))
+        .expect("U's auto compaction request");
+    assert!(
+        reqs[at + 1..]
+            .iter()
+            .any(|r| !is_compaction_request(r) && request_text(r).contains(typed)),
+        "the user's message reached the model after the compaction"
+    );
+    assert_eq!(result(w, "u3.out")["result"], "OK.");
+}

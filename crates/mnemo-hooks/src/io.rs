@@ -75,11 +75,21 @@ pub fn run_pre_compact(
     let mut pending: Vec<String> = Vec::new();
     let (entries, bad) = match hook.transcript_path.as_deref() {
         Some(p) if !p.is_empty() => {
-            let t = read_transcript(host, std::path::Path::new(p));
+            let path = std::path::Path::new(p);
+            let mut t = read_transcript(host, path);
             for why in &t.problems {
                 note.push_str(&format!(
                     "mnemo guardian: cannot read transcript {p} whole ({why}); what was not read counts as untrusted ({UNREAD})\n"
                 ));
+            }
+            if host == Host::ClaudeCode {
+                crate::trail_hook::link_prior_compaction(
+                    opts,
+                    &hook.session_id,
+                    path,
+                    t.boundary,
+                    &mut t.entries,
+                );
             }
             pending = t.pending_user_turns;
             (t.entries, t.bad)
@@ -218,9 +228,12 @@ pub fn run_post_compact_record(
         }
         _ => None,
     };
-    let summary_id = match &message {
-        Some(m) => codex::summary_id(m),
-        None => format!("{prefix}:summary:unlinked-{request_id}"),
+    let summary_id = match (&message, host) {
+        (Some(m), _) => codex::summary_id(m),
+        // Claude Code's summary line is linked to this id by its place in
+        // the transcript (trail_hook::Lineage), not by its text.
+        (None, Host::ClaudeCode) => format!("{prefix}:summary:{request_id}"),
+        (None, Host::Codex) => format!("{prefix}:summary:unlinked-{request_id}"),
     };
     let (record, recorded) = guardian.post_compact_from_host(&HostPostCompaction {
         session_id,
@@ -285,6 +298,8 @@ pub struct Transcript {
     pub problems: Vec<String>,
     /// Byte offset the forward read started at.
     pub start: u64,
+    /// Byte offset of the last compaction boundary line, if any.
+    pub boundary: Option<u64>,
     /// Codex: turns a user started whose message is not written yet
     /// ([`codex::Mapper::pending_user_turn`]).
     pub pending_user_turns: Vec<String>,
@@ -357,6 +372,7 @@ pub fn read_transcript_with(
         _ => 0,
     };
     t.start = start;
+    t.boundary = boundary;
     let mut mapper = match host {
         Host::ClaudeCode => AnyMapper::Claude(claude::Mapper::new()),
         Host::Codex => AnyMapper::Codex(codex::Mapper::new()),
@@ -455,6 +471,27 @@ pub fn read_transcript_with(
     t.entries = entries;
     t.bad = bad;
     t
+}
+
+/// Whether a Claude Code `compact_boundary` line starts in `from..to` of
+/// the file (a range over 64 MiB counts as holding one: not scanned).
+pub fn claude_boundary_between(
+    path: &std::path::Path,
+    from: u64,
+    to: u64,
+) -> std::io::Result<bool> {
+    use std::io::{Seek, SeekFrom};
+    if to <= from {
+        return Ok(false);
+    }
+    if to - from > 64 << 20 {
+        return Ok(true);
+    }
+    let mut f = std::fs::File::open(path)?;
+    f.seek(SeekFrom::Start(from))?;
+    let mut buf = vec![0u8; (to - from) as usize];
+    f.read_exact(&mut buf)?;
+    Ok(memchr::memmem::find(&buf, b"\"compact_boundary\"").is_some())
 }
 
 /// Byte offset of the start of the last line holding `pattern` (not

@@ -46,6 +46,10 @@ pub struct HookInput {
     /// Claude Code: the text after `/compact`.
     #[serde(default)]
     pub custom_instructions: Option<String>,
+    /// Claude Code: the id of the user turn the hook runs in (`promptId`
+    /// of that turn's transcript lines).
+    #[serde(default)]
+    pub prompt_id: Option<String>,
     /// Codex: turn id.
     #[serde(default)]
     pub turn_id: Option<String>,

@@ -174,6 +174,104 @@ pub fn run_pre_compact_with_trail(
     Ok(run)
 }
 
+/// What a Claude Code PostCompact recorded, to link the summary the host
+/// writes after it to its lineage (`<session>.lineage.json` in the trail
+/// store).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Lineage {
+    /// Provenance id the summary was recorded under (`steps/postCompact`).
+    pub summary_id: String,
+    /// Length of the transcript when PostCompact ran: the host appends the
+    /// boundary and the summary after it.
+    pub transcript_len: u64,
+}
+
+fn lineage_file(opts: &GuardOptions, session: &str) -> PathBuf {
+    trail_dir(opts).join(format!("{}.lineage.json", file_stem(session)))
+}
+
+/// The lineage kept by the last PostCompact of `session`, if any.
+pub fn load_lineage(opts: &GuardOptions, session: &str) -> Option<Lineage> {
+    if opts.memory {
+        return None;
+    }
+    let bytes = std::fs::read(lineage_file(opts, session)).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// Keeps the lineage of a compaction for the next PreCompact.
+pub fn save_lineage(opts: &GuardOptions, session: &str, l: &Lineage) -> std::io::Result<()> {
+    let json = serde_json::to_vec(l).map_err(std::io::Error::other)?;
+    write_whole(&lineage_file(opts, session), &json)
+}
+
+/// Claude Code: the summary of the last compaction (`isCompactSummary`,
+/// lineage [`crate::claude::PRIOR_COMPACTION`]) is linked to the summary id
+/// its PostCompact recorded, when that record is the one of this boundary:
+/// the boundary starts at or after the transcript's length then, and no
+/// other boundary lies between (a compaction PostCompact did not see).
+/// Otherwise the lineage stays unknown (the policy's `unknown_lineage`).
+/// Returns the summary id linked.
+pub fn link_prior_compaction(
+    opts: &GuardOptions,
+    session: &str,
+    transcript: &Path,
+    boundary: Option<u64>,
+    entries: &mut [mnemo_guardian::decide::EntryProvenance],
+) -> Option<String> {
+    let b = boundary?;
+    let l = load_lineage(opts, session)?;
+    if b < l.transcript_len
+        || crate::io::claude_boundary_between(transcript, l.transcript_len, b).unwrap_or(true)
+    {
+        return None;
+    }
+    let mut linked = false;
+    for p in entries.iter_mut().flat_map(|e| e.provenance.iter_mut()) {
+        for d in &mut p.derived_from {
+            if d == crate::claude::PRIOR_COMPACTION {
+                *d = l.summary_id.clone();
+                linked = true;
+            }
+        }
+    }
+    linked.then_some(l.summary_id)
+}
+
+/// Claude Code PostCompact: keeps the [`Lineage`] of the summary just
+/// recorded (its id and the transcript's length now), when it was recorded
+/// in a persistent store; a note on stderr when it cannot be kept.
+fn claude_keep_lineage(
+    opts: &GuardOptions,
+    session: &str,
+    input: &serde_json::Value,
+    rec: &crate::io::PostRecord,
+    notes: &mut String,
+) {
+    if rec.recorded.is_none() {
+        return;
+    }
+    let path = str_of(input, "transcript_path");
+    let len = match std::fs::metadata(path) {
+        Ok(m) => m.len(),
+        Err(e) => {
+            notes.push_str(&format!(
+                "mnemo guardian: cannot read {path} ({e}); the next summary's lineage stays unknown\n"
+            ));
+            return;
+        }
+    };
+    let l = Lineage {
+        summary_id: rec.record.summary.provenance_id.clone(),
+        transcript_len: len,
+    };
+    if let Err(e) = save_lineage(opts, session, &l) {
+        notes.push_str(&format!(
+            "mnemo guardian: lineage not kept ({e}); the next summary's lineage stays unknown\n"
+        ));
+    }
+}
+
 /// What a PostCompact / SessionStart hook prints and exits with.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EventOutput {
@@ -202,11 +300,51 @@ fn str_of<'a>(v: &'a serde_json::Value, k: &str) -> &'a str {
     v.get(k).and_then(serde_json::Value::as_str).unwrap_or("")
 }
 
-/// PostCompact. Claude Code: checks `compact_summary` against the stored
-/// trail and keeps the check for SessionStart (prints nothing on stdout).
-/// Codex (no summary): records the compaction as `steps/postCompact` with
-/// the lineage of what it folded ([`crate::io::run_post_compact_record`]),
-/// then answers the whole stored trail as `systemMessage`.
+/// Where the scrubber found secrets in a compaction summary: one line for
+/// stderr naming each rule and the line it is on (never the secret), or
+/// `None` when there is none. A scrubber that cannot be built says so
+/// (fail closed: the summary counts as unchecked, not as clean).
+pub fn summary_secrets_report(summary: &str) -> Option<String> {
+    let scrubber = match mnemo_scrub::Scrubber::default_rules() {
+        Ok(s) => s,
+        Err(e) => {
+            return Some(format!(
+                "mnemo: the compaction summary was not scanned for secrets ({e})\n"
+            ));
+        }
+    };
+    let found = scrubber.find(summary);
+    if found.is_empty() {
+        return None;
+    }
+    let at: Vec<String> = found
+        .iter()
+        .map(|f| {
+            let line = summary.as_bytes()[..f.start.min(summary.len())]
+                .iter()
+                .filter(|&&b| b == b'\n')
+                .count()
+                + 1;
+            format!("{} at line {line}", f.rule)
+        })
+        .collect();
+    Some(format!(
+        "mnemo: the compaction summary holds {} secret{} ({}); it is in the host's context now: rotate {}; mnemo re-injects none of it\n",
+        found.len(),
+        if found.len() == 1 { "" } else { "s" },
+        at.join(", "),
+        if found.len() == 1 { "it" } else { "them" },
+    ))
+}
+
+/// PostCompact. Claude Code: scans `compact_summary` for secrets (reported
+/// on stderr, whether or not a trail was kept), records the compaction as
+/// `steps/postCompact` with the lineage of what it folded (linked to the
+/// next summary line through [`Lineage`]), checks it against the stored
+/// trail and keeps the check (prints nothing on stdout). Codex (no
+/// summary): records the compaction likewise
+/// ([`crate::io::run_post_compact_record`]), then answers the whole stored
+/// trail as `systemMessage`.
 pub fn run_post_compact(
     host: Host,
     opts: &GuardOptions,
@@ -221,11 +359,18 @@ pub fn run_post_compact(
         stderr: String::new(),
         check: None,
     };
-    if host == Host::Codex {
-        // The compaction and the lineage of what it folded, so that trust
-        // carries across it (steps/postCompact).
-        let rec = crate::io::run_post_compact_record(host, opts, &buf)?;
-        out.stderr.push_str(&rec.notes);
+    let summary = str_of(&v, "compact_summary");
+    if host == Host::ClaudeCode
+        && let Some(report) = summary_secrets_report(summary)
+    {
+        out.stderr.push_str(&report);
+    }
+    // The compaction and the lineage of what it folded, so that trust
+    // carries across it (steps/postCompact).
+    let rec = crate::io::run_post_compact_record(host, opts, &buf)?;
+    out.stderr.push_str(&rec.notes);
+    if host == Host::ClaudeCode {
+        claude_keep_lineage(opts, session, &v, &rec, &mut out.stderr);
     }
     let Some(trail) = load_trail(opts, session) else {
         return Ok(out);
@@ -234,15 +379,8 @@ pub fn run_post_compact(
         out.stdout = serde_json::json!({ "systemMessage": trail.text }).to_string() + "\n";
         return Ok(out);
     }
-    let summary = str_of(&v, "compact_summary");
     let check =
         mnemo_trail::check(&trail, summary).map_err(|e| OpenError::Config(e.to_string()))?;
-    if !check.summary_secrets.is_empty() {
-        out.stderr.push_str(&format!(
-            "mnemo trail: the compaction summary holds secrets ({}); they are not re-injected\n",
-            check.summary_secrets.join(", ")
-        ));
-    }
     let file = trail_dir(opts).join(format!("{}.check.json", file_stem(session)));
     if let Err(e) = write_whole(&file, &serde_json::to_vec(&check).unwrap_or_default()) {
         out.stderr.push_str(&format!(
