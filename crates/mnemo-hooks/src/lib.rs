@@ -16,6 +16,7 @@
 
 pub mod claude;
 pub mod codex;
+pub mod collapse;
 pub mod io;
 pub mod trail_hook;
 
