@@ -46,6 +46,10 @@ use std::collections::{HashMap, HashSet};
 /// Provenance id standing for a previous compaction's unknown lineage.
 pub const PRIOR_COMPACTION: &str = "claude-code:prior-compaction";
 
+/// Most tool calls remembered for their results (bounded memory; a result
+/// of a call older than that is `unknown-tool`, untrusted).
+pub const MAX_TOOLS: usize = 200_000;
+
 /// How many leading bytes of a text the mapping looks at.
 const PREFIX: usize = 64;
 
@@ -420,6 +424,22 @@ pub struct Mapper {
 }
 
 impl Mapper {
+    /// Entries held so far.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// True when no entry is held.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Lets `c` fold the entries held so far when they reach its limit
+    /// (bounded memory, [`crate::collapse`]).
+    pub fn collapse(&mut self, c: &mut crate::collapse::Collapser<'_>) {
+        c.maybe_collapse(&mut self.entries);
+    }
+
     /// A mapper with nothing seen yet.
     pub fn new() -> Self {
         Self::default()
@@ -571,6 +591,11 @@ impl Mapper {
                                         (b.id.as_deref(), b.name.as_deref())
                                     {
                                         let url = b.input.as_ref().and_then(|i| i.url.clone());
+                                        if self.tools.len() >= MAX_TOOLS {
+                                            // Bounded memory: results of calls this old
+                                            // map to `unknown-tool` (untrusted).
+                                            self.tools.clear();
+                                        }
                                         self.tools.insert(id.to_string(), (name.to_string(), url));
                                     }
                                 }

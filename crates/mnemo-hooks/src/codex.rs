@@ -105,6 +105,22 @@ fn summary_entry(step: String, lineage: String) -> EntryProvenance {
 }
 
 impl Mapper {
+    /// Entries held so far.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// True when no entry is held.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Lets `c` fold the entries held so far when they reach its limit
+    /// (bounded memory, [`crate::collapse`]).
+    pub fn collapse(&mut self, c: &mut crate::collapse::Collapser<'_>) {
+        c.maybe_collapse(&mut self.entries);
+    }
+
     /// A mapper with nothing seen yet.
     pub fn new() -> Self {
         Self::default()
@@ -226,6 +242,10 @@ impl Mapper {
                     _ => codex_tool_origin(name),
                 };
                 if let Some(id) = item.get("call_id").and_then(Value::as_str) {
+                    if self.calls.len() >= crate::claude::MAX_TOOLS {
+                        // Bounded memory (see `claude::MAX_TOOLS`).
+                        self.calls.clear();
+                    }
                     self.calls.insert(id.to_string(), origin);
                 }
             }

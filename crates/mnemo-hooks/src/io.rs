@@ -3,8 +3,10 @@
 //! its chain entry in the session store), render the host's answer.
 
 use super::{BlockStyle, HookOutput, Host, claude, codex, parse_hook_input, render};
+use crate::collapse::{Collapser, Limits};
 use mnemo_acs::model::Origin;
 use mnemo_guardian::decide::{Decision, EntryProvenance};
+use mnemo_guardian::policy::Policy;
 use mnemo_guardian::protocol::{
     HostCompaction, HostPostCompaction, HostPostRecord, Transport, trigger_from_host,
 };
@@ -76,7 +78,7 @@ pub fn run_pre_compact(
     let (entries, bad) = match hook.transcript_path.as_deref() {
         Some(p) if !p.is_empty() => {
             let path = std::path::Path::new(p);
-            let mut t = read_transcript(host, path);
+            let mut t = read_transcript_for(host, path, guardian.policy());
             for why in &t.problems {
                 note.push_str(&format!(
                     "mnemo guardian: cannot read transcript {p} whole ({why}); what was not read counts as untrusted ({UNREAD})\n"
@@ -92,6 +94,14 @@ pub fn run_pre_compact(
                 );
             }
             pending = t.pending_user_turns;
+            if t.folded > 0 {
+                note.push_str(&format!(
+                    "mnemo guardian: transcript {p}: the region to compact holds {} entries; {} of them were folded into collapsed entries ({}…) to keep memory bounded: the verdict, the earliest untrusted step and the last re-grounding are the whole region's, the decision's counts count a collapsed entry once\n",
+                    t.represented,
+                    t.folded,
+                    crate::collapse::COLLAPSED
+                ));
+            }
             (t.entries, t.bad)
         }
         _ => (Vec::new(), 0),
@@ -303,6 +313,11 @@ pub struct Transcript {
     /// Codex: turns a user started whose message is not written yet
     /// ([`codex::Mapper::pending_user_turn`]).
     pub pending_user_turns: Vec<String>,
+    /// Transcript entries folded into collapsed entries (bounded memory,
+    /// [`crate::collapse`]); 0 when nothing was.
+    pub folded: usize,
+    /// Transcript entries that `entries` stand for.
+    pub represented: usize,
 }
 
 fn unread() -> EntryProvenance {
@@ -324,6 +339,13 @@ impl AnyMapper {
             AnyMapper::Codex(m) => m.line(line, n),
         }
     }
+
+    fn collapse(&mut self, c: &mut Collapser<'_>) {
+        match self {
+            AnyMapper::Claude(m) => m.collapse(c),
+            AnyMapper::Codex(m) => m.collapse(c),
+        }
+    }
 }
 
 /// Reads a transcript from its end: finds the last compaction boundary
@@ -334,8 +356,25 @@ impl AnyMapper {
 /// not by the file. Whatever cannot be read (the file, a line over the
 /// limit, an I/O error, preserved messages not found) is an [`UNREAD`] entry,
 /// so the policy treats it as untrusted: fail closed, with the reason.
+///
+/// This form holds every entry of the region; [`read_transcript_for`] (what
+/// the hooks use) also folds long regions under the policy that decides.
 pub fn read_transcript(host: Host, path: &std::path::Path) -> Transcript {
     read_transcript_with(host, path, MAX_LINE, LOOKBACK)
+}
+
+/// [`read_transcript`] in bounded memory whatever the region's length:
+/// once the region holds [`Limits::default`] entries, runs the decision
+/// does not read one by one are folded ([`crate::collapse`]) with trust as
+/// `policy` decides it.
+pub fn read_transcript_for(host: Host, path: &std::path::Path, policy: &Policy) -> Transcript {
+    read_transcript_limits(
+        host,
+        path,
+        MAX_LINE,
+        LOOKBACK,
+        Some((policy, Limits::default())),
+    )
 }
 
 /// [`read_transcript`] with its limits given (tests use small ones).
@@ -345,6 +384,19 @@ pub fn read_transcript_with(
     max_line: usize,
     lookback: u64,
 ) -> Transcript {
+    read_transcript_limits(host, path, max_line, lookback, None)
+}
+
+/// The reader with every limit given: the longest line, the look-back
+/// before the last boundary, and (optionally) collapsing under a policy.
+pub fn read_transcript_limits(
+    host: Host,
+    path: &std::path::Path,
+    max_line: usize,
+    lookback: u64,
+    collapse: Option<(&Policy, Limits)>,
+) -> Transcript {
+    let mut collapser = collapse.map(|(p, l)| Collapser::new(p, l));
     let mut t = Transcript::default();
     let mut file = match std::fs::File::open(path) {
         Ok(f) => f,
@@ -400,6 +452,10 @@ pub fn read_transcript_with(
         let mut reader = std::io::BufReader::with_capacity(1 << 20, &mut file);
         let mut line = Vec::new();
         let mut first = start > 0 && boundary != Some(start);
+        // Entries before the last boundary may be named as preserved by it:
+        // nothing is folded before the reader has passed it.
+        let fold_from = boundary.map_or(0, |b| b + 1);
+        let mut pos = start;
         loop {
             line.clear();
             let n = (&mut reader)
@@ -408,6 +464,7 @@ pub fn read_transcript_with(
             if n == 0 {
                 break;
             }
+            pos += n as u64;
             lineno += 1;
             if line.len() > max_line && line.last() != Some(&b'\n') {
                 // Skip the rest of the line without keeping it.
@@ -438,6 +495,11 @@ pub fn read_transcript_with(
                 Ok(s) => mapper.line(s, lineno),
                 Err(_) => mapper.line("\u{0}", lineno),
             }
+            if pos > fold_from
+                && let Some(c) = collapser.as_mut()
+            {
+                mapper.collapse(c);
+            }
         }
         Ok(())
     })();
@@ -467,6 +529,12 @@ pub fn read_transcript_with(
         // Fail closed at the end (a re-grounding before it does not end it).
         entries.push(unread());
         t.problems.extend(problems.into_iter().map(|(_, why)| why));
+    }
+    if let Some(c) = &collapser {
+        t.folded = c.stats().folded;
+        t.represented = c.represented(&entries);
+    } else {
+        t.represented = entries.len();
     }
     t.entries = entries;
     t.bad = bad;

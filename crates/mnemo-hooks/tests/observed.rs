@@ -365,3 +365,81 @@ fn transcripts_are_read_from_the_last_boundary_in_bounded_memory() {
     assert_eq!(steps(&t), ["line-501", "line-502"]);
     assert!(t.start > 0);
 }
+
+#[test]
+fn long_regions_are_folded_and_still_decided_by_their_tail() {
+    // Issue #11 item 4: a region far over the collapse limit is held in a
+    // few entries, and decided as the whole region would be.
+    use mnemo_acs::model::Trigger;
+    use mnemo_guardian::decide::check_compaction;
+    use mnemo_guardian::policy::Policy;
+    use mnemo_hooks::collapse::{COLLAPSED, Limits};
+    use mnemo_hooks::io::{UNREAD, read_transcript_limits, read_transcript_with};
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("t.jsonl");
+    let policy = Policy::default();
+    let limits = Limits {
+        collapse_at: 64,
+        keep_tail: 4,
+    };
+    // Untrusted fetches early (re-grounded by the user), long history,
+    // then an untrusted fetch after the last user message.
+    let mut text = web_fetch(0) + &typed("u1", "thanks");
+    for i in 0..400 {
+        text += &typed(&format!("h{i}"), "more history");
+        text += &web_fetch(10 + i);
+    }
+    text += &(typed("u-last", "go on") + &web_fetch(9999));
+    std::fs::write(&p, &text).unwrap();
+    let whole = read_transcript_with(Host::ClaudeCode, &p, 1 << 20, 4096);
+    let folded =
+        read_transcript_limits(Host::ClaudeCode, &p, 1 << 20, 4096, Some((&policy, limits)));
+    assert!(whole.entries.len() > 800);
+    assert!(folded.entries.len() < 80, "{}", folded.entries.len());
+    assert_eq!(folded.represented, whole.entries.len());
+    assert!(folded.folded > 700);
+    assert!(folded.entries[0].step_id.starts_with(COLLAPSED));
+    for trigger in [Trigger::SizeThreshold, Trigger::Manual] {
+        let a = check_compaction(&policy, &whole.entries, trigger);
+        let b = check_compaction(&policy, &folded.entries, trigger);
+        assert_eq!(a.verdict, b.verdict);
+        assert_eq!(a.reason_codes, b.reason_codes);
+        assert_eq!(b.policy_data["aarm"]["earliest_untrusted_step_id"], "r9999");
+        assert_eq!(b.policy_data["aarm"]["last_regrounding_step_id"], "u-last");
+    }
+    // Re-grounded at the end: allowed, as the whole region is.
+    std::fs::write(&p, text.clone() + &typed("u-end", "ok")).unwrap();
+    let folded =
+        read_transcript_limits(Host::ClaudeCode, &p, 1 << 20, 4096, Some((&policy, limits)));
+    let d = check_compaction(&policy, &folded.entries, Trigger::SizeThreshold);
+    assert!(d.allowed(), "{}", d.reasoning);
+    // An unreadable line in the middle of a folded region still fails
+    // closed: the unread entry comes after everything.
+    let text = text.replacen(
+        &typed("h200", "more history"),
+        &typed("h200", &"x".repeat(5000)),
+        1,
+    ) + &typed("u-end", "ok");
+    std::fs::write(&p, &text).unwrap();
+    let folded = read_transcript_limits(Host::ClaudeCode, &p, 1024, 4096, Some((&policy, limits)));
+    assert_eq!(folded.entries.last().unwrap().step_id, UNREAD);
+    assert!(
+        folded.problems[0].contains("over 1024 bytes"),
+        "{:?}",
+        folded.problems
+    );
+    let d = check_compaction(&policy, &folded.entries, Trigger::SizeThreshold);
+    assert!(!d.allowed(), "{}", d.reasoning);
+    // Nothing before the last boundary is folded (it may be preserved).
+    let text = history(300) + &web_fetch(1) + &boundary(&["r1"]) + &typed("u9", "go on");
+    std::fs::write(&p, &text).unwrap();
+    let folded = read_transcript_limits(
+        Host::ClaudeCode,
+        &p,
+        1 << 20,
+        1 << 20,
+        Some((&policy, limits)),
+    );
+    assert!(folded.problems.is_empty(), "{:?}", folded.problems);
+    assert_eq!(steps(&folded), ["r1", "u9"]);
+}
