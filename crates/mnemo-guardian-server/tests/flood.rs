@@ -40,6 +40,40 @@ fn request(rid: u32, method: &str, payload: Value) -> String {
     .to_string()
 }
 
+/// One normal request on a fresh connection; returns how long its answer took.
+fn normal_request(addr: std::net::SocketAddr, rid: u32) -> Duration {
+    let t = Instant::now();
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.write_all(&post(&request(
+        rid,
+        "steps/userMessage",
+        json!({"content": [{"type": "text", "value": "hi",
+            "provenance": {"provenance_id": format!("p{rid}"), "origin": "user_input"}}]}),
+    )))
+    .unwrap();
+    let mut r = BufReader::new(s.try_clone().unwrap());
+    let mut status = String::new();
+    r.read_line(&mut status).unwrap();
+    let mut len = 0usize;
+    loop {
+        let mut h = String::new();
+        r.read_line(&mut h).unwrap();
+        if h.trim().is_empty() {
+            break;
+        }
+        if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
+            len = v.trim().parse().unwrap();
+        }
+    }
+    let mut body = vec![0; len];
+    r.read_exact(&mut body).unwrap();
+    let answered_in = t.elapsed();
+    let v: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(v["result"]["decision"], "allow", "{v}");
+    answered_in
+}
+
 #[test]
 fn twenty_flooding_connections_stay_bounded() {
     if !std::path::Path::new("/proc/self/status").exists() {
@@ -90,41 +124,15 @@ fn twenty_flooding_connections_stay_bounded() {
     let during = status_kib("VmRSS:");
 
     // A normal client is answered promptly while the hogs stay connected.
-    let t = Instant::now();
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    s.write_all(&post(&request(
-        2,
-        "steps/userMessage",
-        json!({"content": [{"type": "text", "value": "hi",
-            "provenance": {"provenance_id": "p2", "origin": "user_input"}}]}),
-    )))
-    .unwrap();
-    let mut r = BufReader::new(s.try_clone().unwrap());
-    let mut status = String::new();
-    r.read_line(&mut status).unwrap();
-    let mut len = 0usize;
-    loop {
-        let mut h = String::new();
-        r.read_line(&mut h).unwrap();
-        if h.trim().is_empty() {
-            break;
-        }
-        if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
-            len = v.trim().parse().unwrap();
-        }
-    }
-    let mut body = vec![0; len];
-    r.read_exact(&mut body).unwrap();
-    let answered_in = t.elapsed();
-    let v: Value = serde_json::from_slice(&body).unwrap();
-    assert_eq!(v["result"]["decision"], "allow", "{v}");
+    let answered_in = normal_request(addr, 2);
     drop(hogs);
     std::thread::sleep(Duration::from_millis(300));
     let after = status_kib("VmRSS:");
+    // ... and after they disconnect (issue 13 item 8: "afterwards").
+    let answered_after = normal_request(addr, 3);
     let peak = status_kib("VmHWM:");
     eprintln!(
-        "flood: sent {sent} bytes; RSS before {before} KiB, during {during} KiB, after {after} KiB, peak {peak} KiB; answered in {answered_in:?}"
+        "flood: sent {sent} bytes; RSS before {before} KiB, during {during} KiB, after {after} KiB, peak {peak} KiB; answered in {answered_in:?} during, {answered_after:?} after"
     );
     // The test's own flood buffer (1 MiB) and 20 threads are in this too.
     assert!(peak < 256 * 1024, "peak RSS {peak} KiB");
@@ -133,4 +141,9 @@ fn twenty_flooding_connections_stay_bounded() {
         "grew {before} → {during} KiB"
     );
     assert!(answered_in < Duration::from_secs(1), "{answered_in:?}");
+    assert!(
+        answered_after < Duration::from_secs(1),
+        "after the hogs left: {answered_after:?}"
+    );
+    assert!(after < 256 * 1024, "RSS after the hogs left {after} KiB");
 }
