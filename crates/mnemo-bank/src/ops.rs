@@ -1,49 +1,43 @@
 //! The bank commands: gate (C1–C3), feature-complete (C4), sprint-close
 //! (C5), compress (C6), trim (C7), handoff, doctor and init.
 //!
-//! Every command that writes: loads the scrubber (fail closed), takes the
-//! lock, recovers an interrupted commit, reads, computes every new file,
-//! scrubs what it generated, and commits all files at once. A command that
-//! fails writes nothing.
+//! mnemo-bank decides nothing: every command that writes loads the scrubber
+//! (fail closed), takes the lock, recovers an interrupted commit, reads the
+//! files the plan names, hands them to the pure plan of
+//! [`mnemo_compress::plan`] (which computes every new file and scrubs what
+//! it generated), and commits all files at once. A command that fails
+//! writes nothing.
 
-use std::collections::{BTreeSet, HashMap};
-use std::fmt::Write as _;
+use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
-use mnemo_compress::budget::HalfLines;
-use mnemo_compress::completed::{self, Item, NewEntry, TrimCandidate};
-use mnemo_compress::preflight::{ArtifactType, DiscDecision, Preflight};
-use mnemo_compress::render::{
-    self, EntryKey, Review, ZzHeader, entry_hash, handoff_prompt, marker, progress_section,
-    review_line,
-};
+use mnemo_compress::plan::{self, BankTexts, FileChange, FileText, GateRequest, PlanError};
+use mnemo_compress::preflight::ArtifactType;
+use mnemo_compress::render::{self, EntryKey, handoff_prompt};
 use mnemo_compress::xref::RefId;
-use mnemo_compress::{
-    DeterministicSummarizer, NextIds, PhaseInput, XrefIndex, can_compress, compress_phase,
-    parse_index,
-};
+use mnemo_compress::{NextIds, XrefIndex};
 use mnemo_guardian::decide::{EntryProvenance, check_compaction};
 use mnemo_guardian::model::{Origin as GOrigin, Provenance as GProvenance, Trigger};
 use mnemo_guardian::policy::Policy;
 use mnemo_model::{Config, Format, SummaryRecord, parse_records};
-use mnemo_score::{Band, Engine};
+use mnemo_score::Engine;
 use mnemo_scrub::Scrubber;
 use serde::Serialize;
 
-use crate::layout::{
-    ACTIVE_CONTEXT, Bank, COMPLETED_PHASES, COMPLETED_PLANS, JOURNAL, LOCK_FILE, NEXT_ID,
-    PROGRESS_LOG, TMP_DIR, XREF_INDEX, never_touch, zz_path,
+pub use mnemo_compress::plan::{
+    DroppedField, EntryOutcome, batch_feature, infer_agent, provenance_comment,
 };
-use crate::sections::{append_progress, find_section, upsert_section};
+
+use crate::layout::{
+    ACTIVE_CONTEXT, Bank, JOURNAL, LOCK_FILE, NEXT_ID, PROGRESS_LOG, TMP_DIR, XREF_INDEX, is_zz,
+    zz_path,
+};
 use crate::txn::{self, BankLock, Change, Recovery, is_own_temp};
 use crate::{BankError, Result};
 
 /// Default wait for the bank lock.
 pub const LOCK_TIMEOUT: Duration = Duration::from_secs(120);
-
-const ACTIVE_CONTEXT_NEW: &str = "# Active Context\n";
-const PROGRESS_LOG_NEW: &str = "# Progress Log\n\n> Append-only. Never edit previous entries.\n";
 
 fn scrubber() -> Result<&'static Scrubber> {
     Scrubber::default_rules().map_err(|e| BankError::Scrubber(e.to_string()))
@@ -70,9 +64,13 @@ pub fn init_bank(root: &Path) -> Result<Vec<String>> {
     let files = [
         (
             ACTIVE_CONTEXT,
-            format!("{ACTIVE_CONTEXT_NEW}\n## {COMPLETED_PHASES}\n\n"),
+            format!(
+                "{}\n## {}\n\n",
+                plan::ACTIVE_CONTEXT_NEW,
+                crate::layout::COMPLETED_PHASES
+            ),
         ),
-        (PROGRESS_LOG, PROGRESS_LOG_NEW.to_string()),
+        (PROGRESS_LOG, plan::PROGRESS_LOG_NEW.to_string()),
         (XREF_INDEX, XrefIndex::empty().render()),
         (NEXT_ID, NextIds::default().render()),
     ];
@@ -155,6 +153,15 @@ pub struct GateReport {
     /// Fields Layer 1 refused to promote (`src:line: field`), as `score`
     /// reports them.
     pub dropped: Vec<String>,
+    /// The same fields, one record each (`gate --json`).
+    pub dropped_fields: Vec<DroppedField>,
+    /// CRITICAL entries compressed.
+    pub critical: usize,
+    /// HIGH entries compressed.
+    pub high: usize,
+    /// Every record of the batch, in input order: key, band, score, lines,
+    /// tokens and what happened to it (`gate --json`).
+    pub outcomes: Vec<EntryOutcome>,
 }
 
 impl GateReport {
@@ -173,17 +180,6 @@ impl GateReport {
         }
         s
     }
-}
-
-/// The feature of a batch: the gate's own, else the one every record
-/// names (none when a record names none or two records disagree).
-pub fn batch_feature(opt: Option<&str>, records: &[(String, SummaryRecord)]) -> Option<String> {
-    if let Some(f) = opt {
-        return Some(f.to_string());
-    }
-    let mut it = records.iter().map(|(_, r)| r.feature.as_deref());
-    let first = it.next()??;
-    it.all(|f| f == Some(first)).then(|| first.to_string())
 }
 
 /// The Guardian's view of the records: each record is an entry; without
@@ -212,77 +208,9 @@ pub fn entry_provenance(records: &[(String, SummaryRecord)]) -> Vec<EntryProvena
         .collect()
 }
 
-fn safe_token(s: &str) -> String {
-    s.chars()
-        .map(|c| {
-            if c.is_whitespace() || matches!(c, ',' | '<' | '>' | '|') {
-                '_'
-            } else {
-                c
-            }
-        })
-        .collect::<String>()
-        .replace("--", "-")
-}
-
-/// The provenance comment of an entry (`<!-- mnemo:prov origins=… derived_from=… -->`),
-/// or `None` for the orchestrator's own records.
-pub fn provenance_comment(r: &SummaryRecord) -> Option<String> {
-    let p = r.provenance.as_ref()?;
-    if p.origins.is_empty() && p.derived_from.is_empty() {
-        return None;
-    }
-    let origins: Vec<&str> = p.origins.iter().map(|o| o.as_str()).collect();
-    let mut s = String::from("<!-- mnemo:prov");
-    if !origins.is_empty() {
-        let _ = write!(s, " origins={}", origins.join(","));
-    }
-    if !p.derived_from.is_empty() {
-        let ids: Vec<String> = p.derived_from.iter().map(|d| safe_token(d)).collect();
-        let _ = write!(s, " derived_from={}", ids.join(","));
-    }
-    s.push_str(" -->");
-    Some(s)
-}
-
-fn with_comment(entry: &str, comment: Option<&str>) -> String {
-    match (comment, entry.find('\n')) {
-        (Some(c), Some(i)) => format!("{} {c}{}", &entry[..i], &entry[i..]),
-        (Some(c), None) => format!("{entry} {c}"),
-        (None, _) => entry.to_string(),
-    }
-}
-
-fn scrub_opt(s: &Scrubber, v: &mut Option<String>) {
-    if let Some(x) = v {
-        *x = clean(s, x);
-    }
-}
-
 /// Layer 2 scrub of every text field of a record.
 pub fn scrub_record(s: &Scrubber, r: &mut SummaryRecord) {
-    r.summary = clean(s, &r.summary);
-    for f in [
-        &mut r.agent,
-        &mut r.phase,
-        &mut r.date,
-        &mut r.feature,
-        &mut r.tests,
-        &mut r.coverage,
-        &mut r.status_reason,
-        &mut r.what,
-        &mut r.why,
-        &mut r.gotcha,
-        &mut r.from,
-        &mut r.to,
-    ] {
-        scrub_opt(s, f);
-    }
-    for list in [&mut r.files_changed, &mut r.blockers, &mut r.unblocks_refs] {
-        for x in list.iter_mut() {
-            *x = clean(s, x);
-        }
-    }
+    plan::scrub_record(&|t: &str| clean(s, t), r);
 }
 
 fn check_args(phase: &str, date: &str, feature: Option<&str>) -> Result<()> {
@@ -304,28 +232,6 @@ fn check_args(phase: &str, date: &str, feature: Option<&str>) -> Result<()> {
         )));
     }
     Ok(())
-}
-
-/// The agent of a record that names none: a roster agent named in its file
-/// name (`subtask-hermes.json`), else the gate's single `--from` agent.
-pub fn infer_agent(config: &Config, source: &str, from: &[String]) -> Option<String> {
-    let stem = Path::new(source)
-        .file_stem()
-        .map(|s| s.to_string_lossy().to_ascii_lowercase())
-        .unwrap_or_default();
-    let words: Vec<&str> = stem
-        .split(|c: char| !c.is_ascii_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .collect();
-    let named = config.agents.roster.iter().find(|a| {
-        let k = mnemo_model::agent_key(a);
-        words.iter().any(|w| *w == k)
-    });
-    match (named, from) {
-        (Some(a), _) => Some(a.clone()),
-        (None, [one]) => Some(one.clone()),
-        _ => None,
-    }
 }
 
 /// Refuses a summary with a NUL byte (it is binary, or corrupt: written
@@ -381,35 +287,75 @@ pub fn parse_inputs(inputs: &[Input]) -> Result<Vec<(String, SummaryRecord)>> {
     Ok(out)
 }
 
-fn carry_in(bank: &Bank, phase: &str) -> Result<HalfLines> {
-    let digits: String = phase
-        .trim()
-        .chars()
-        .take_while(char::is_ascii_digit)
-        .collect();
-    let Some(prev) = digits.parse::<u64>().ok().and_then(|n| n.checked_sub(1)) else {
-        return Ok(HalfLines(0));
+/// The bank's files as a plan reads them. A file that cannot be read is
+/// kept as its error, given only when the plan needs that file.
+struct Read {
+    texts: BankTexts,
+    errors: HashMap<String, BankError>,
+}
+
+fn read_texts(bank: &Bank, rels: &[String]) -> Result<Read> {
+    let mut r = Read {
+        texts: BankTexts::new(),
+        errors: HashMap::new(),
     };
-    if prev == 0 {
-        return Ok(HalfLines(0));
-    }
-    let Some(text) = bank.read(&zz_path(&prev.to_string()))? else {
-        return Ok(HalfLines(0));
-    };
-    for line in text.lines() {
-        if let Some(rest) = line.strip_prefix("- Carried: ") {
-            let n = rest.trim_end_matches(" lines").trim();
-            let (whole, half) = match n.split_once('.') {
-                Some((w, "5")) => (w, 1),
-                Some((w, _)) => (w, 0),
-                None => (n, 0),
-            };
-            if let Ok(w) = whole.parse::<u32>() {
-                return Ok(HalfLines(w.saturating_mul(2).saturating_add(half)));
+    for rel in rels {
+        match bank.read(rel) {
+            Ok(Some(t)) => r.texts.insert(rel.clone(), FileText::Text(t)),
+            Ok(None) => r.texts.insert(rel.clone(), FileText::Absent),
+            Err(e) => {
+                r.texts.insert(rel.clone(), FileText::Unreadable);
+                r.errors.insert(rel.clone(), e);
             }
         }
     }
-    Ok(HalfLines(0))
+    Ok(r)
+}
+
+impl Read {
+    fn error(&mut self, bank: &Bank, e: PlanError) -> BankError {
+        match e {
+            PlanError::Invalid { rel, message } => {
+                BankError::invalid(bank.path(&rel), None, message)
+            }
+            PlanError::Unreadable { rel } => self.errors.remove(&rel).unwrap_or_else(|| {
+                BankError::Refused(format!("{}: could not be read", bank.path(&rel).display()))
+            }),
+            e @ PlanError::NotRead { .. } => BankError::Refused(e.to_string()),
+        }
+    }
+}
+
+fn to_change(c: FileChange) -> Change {
+    match c {
+        FileChange::Write { rel, content } => Change::Write { rel, content },
+        FileChange::Delete { rel } => Change::Delete { rel },
+    }
+}
+
+/// Asks the Guardian (in process or remote) before compacting anything.
+fn ask_guardian(opts: &GateOptions, records: &[(String, SummaryRecord)]) -> Result<()> {
+    let entries = entry_provenance(records);
+    let decision = match &opts.guardian_url {
+        None => check_compaction(&opts.policy, &entries, opts.trigger),
+        Some(url) => {
+            mnemo_guardian_server::client::RemoteGuardian::connect(url, &opts.guardian_tls)
+                .and_then(|g| g.check_compaction(&entries, opts.trigger))
+                .map_err(|e| {
+                    BankError::Refused(format!(
+                        "cannot ask the Guardian, so nothing was compacted: {e}"
+                    ))
+                })?
+        }
+    };
+    if decision.allowed() {
+        Ok(())
+    } else {
+        Err(BankError::Denied {
+            reasoning: decision.reasoning,
+            codes: decision.reason_codes.join(", "),
+        })
+    }
 }
 
 /// C1–C3: compress a batch of summaries into the bank and write the ZZ
@@ -424,6 +370,8 @@ pub fn gate(
     gate_with(bank, config, opts, inputs, &[])
 }
 
+/// Read → plan → commit: the decisions are [`plan::prepare`] and
+/// [`plan::plan_gate`]'s.
 fn gate_with(
     bank: &Bank,
     config: &Config,
@@ -440,486 +388,69 @@ fn gate_with(
         )?;
     }
     let s = scrubber()?;
-    let mut records = parse_inputs(inputs)?;
-    let feature = batch_feature(opts.feature.as_deref(), &records);
-    check_args(&opts.phase, &opts.date, feature.as_deref())?;
-    let mut dropped = Vec::new();
-    let mut ordinal: HashMap<&str, usize> = HashMap::new();
-    for (src, r) in &records {
-        let n = ordinal.entry(src.as_str()).or_default();
-        *n += 1;
-        for d in &r.dropped {
-            let at = match d.line {
-                Some(line) => format!("{src}:{line}"),
-                None => format!("{src} record {n}"),
-            };
-            dropped.push(format!(
-                "{at}: field `{}` dropped (only metadata is promoted: Layer 1)",
-                d.name
-            ));
-        }
-    }
-    for (src, r) in &mut records {
-        scrub_record(s, r);
-        if r.agent.is_none() && r.from.is_none() {
-            r.agent = infer_agent(config, src, &opts.from);
-        }
-    }
-    // Ask the Guardian before compacting anything.
-    let entries = entry_provenance(&records);
-    let decision = match &opts.guardian_url {
-        None => check_compaction(&opts.policy, &entries, opts.trigger),
-        Some(url) => {
-            mnemo_guardian_server::client::RemoteGuardian::connect(url, &opts.guardian_tls)
-                .and_then(|g| g.check_compaction(&entries, opts.trigger))
-                .map_err(|e| {
-                    BankError::Refused(format!(
-                        "cannot ask the Guardian, so nothing was compacted: {e}"
-                    ))
-                })?
-        }
-    };
-    if !decision.allowed() {
-        return Err(BankError::Denied {
-            reasoning: decision.reasoning,
-            codes: decision.reason_codes.join(", "),
-        });
-    }
+    let scrub = |t: &str| clean(s, t);
+    let prepared = plan::prepare(
+        config,
+        opts.feature.as_deref(),
+        &opts.from,
+        parse_inputs(inputs)?,
+        &scrub,
+    );
+    check_args(&opts.phase, &opts.date, prepared.feature.as_deref())?;
+    ask_guardian(opts, &prepared.records)?;
     let engine = Engine::new(config).map_err(|e| BankError::Refused(e.to_string()))?;
     std::fs::create_dir_all(bank.root()).map_err(|e| BankError::io(bank.root(), e))?;
     let (lock, recovery) = open_locked(bank, opts.lock_timeout)?;
 
-    let active = bank.read(ACTIVE_CONTEXT)?;
-    let progress = bank.read(PROGRESS_LOG)?;
-    let index_text = bank.read(XREF_INDEX)?;
-    let next_text = bank.read(NEXT_ID)?;
-    let mut ids = NextIds::parse(next_text.as_deref().unwrap_or_default())
-        .map_err(|e| BankError::invalid(bank.path(NEXT_ID), None, e.to_string()))?;
-    let mut index = index_text
-        .as_deref()
-        .map_or_else(XrefIndex::empty, parse_index);
-
-    let plain: Vec<SummaryRecord> = records.iter().map(|(_, r)| r.clone()).collect();
-    let summarizer = DeterministicSummarizer::new(config);
-    let phase = compress_phase(
-        config,
-        &engine,
-        &summarizer,
-        &PhaseInput {
+    let mut read = read_texts(bank, &plan::gate_reads(&opts.phase, &opts.date))?;
+    let planned = plan::plan_gate(
+        &GateRequest {
+            config,
+            engine: &engine,
             phase: &opts.phase,
-            date: &opts.date,
-            to: opts.to.first().map(String::as_str),
-            phases: opts.phases,
-            carry_in: carry_in(bank, &opts.phase)?,
-            records: &plain,
-        },
-    );
-    let mut report = GateReport {
-        recovery,
-        feature: feature.clone(),
-        dropped,
-        ..GateReport::default()
-    };
-    for (i, d) in &phase.skipped {
-        let (src, r) = &records[*i];
-        report.skipped.push(format!(
-            "{src}: {} (phase {}): skipped — {}",
-            r.agent.as_deref().or(r.sender()).unwrap_or("unknown"),
-            r.phase.as_deref().unwrap_or(&opts.phase),
-            d.reason().unwrap_or("not compressible")
-        ));
-    }
-    report.flags = phase
-        .allocation
-        .flags
-        .iter()
-        .map(ToString::to_string)
-        .collect();
-
-    // Cross-references, with blocked → unblocked links (§9 d).
-    let mut refs = phase.refs.clone();
-    let blocked_before = blocked_entries(&index);
-    for (i, _) in &phase.skipped {
-        let (_, r) = &records[*i];
-        if r.has_blockers() {
-            let agent =
-                config.display_agent(r.agent.as_deref().or(r.sender()).unwrap_or("unknown"));
-            let p = phase_label(r.phase.as_deref().unwrap_or(&opts.phase));
-            refs.push(mnemo_compress::xref::NewRef {
-                prefix: mnemo_compress::xref::Prefix::D,
-                kind: "blocked".into(),
-                name: format!("{p} {agent} blocked"),
-                location: if r.blockers.is_empty() {
-                    r.status_reason.clone().unwrap_or_else(|| "blocked".into())
-                } else {
-                    r.blockers.join("; ")
-                },
-                phase: p,
-                agent,
-            });
-        }
-    }
-    let current: Vec<(&str, &str, &SummaryRecord)> = phase
-        .entries
-        .iter()
-        .map(|e| {
-            (
-                e.view.phase.as_str(),
-                e.view.agent.as_str(),
-                &plain[e.index],
-            )
-        })
-        .collect();
-    // A blocked entry is unblocked once: links to it by other entries are dropped.
-    let resolved = resolved_links(&index);
-    refs.extend(
-        mnemo_compress::xref::unblock_links(&blocked_before, &current)
-            .into_iter()
-            .filter(|l| {
-                let base = l.name.split(" → ").next().unwrap_or_default();
-                !resolved
-                    .iter()
-                    .any(|u| u.starts_with(&format!("{base} → ")) && *u != l.name)
-            }),
-    );
-    let merged = index
-        .merge(&refs, &mut ids)
-        .map_err(|e| BankError::invalid(bank.path(XREF_INDEX), None, e.to_string()))?;
-    report.xrefs_added = merged.iter().filter(|(_, added)| *added).count();
-    let xrefs: Vec<(RefId, mnemo_compress::xref::NewRef)> = merged
-        .iter()
-        .zip(&refs)
-        .map(|((id, _), r)| (*id, r.clone()))
-        .collect();
-    if let Some(feature) = &feature {
-        for e in &phase.entries {
-            index.upsert_feature(
-                feature,
-                &e.view.phase,
-                &e.view.agent,
-                e.view.band,
-                &clean(s, &e.view.summary.title),
-            );
-        }
-    }
-
-    // Completed Phases entries and progress-log sections.
-    let mut new_entries = Vec::new();
-    let mut progress_text = progress
-        .clone()
-        .unwrap_or_else(|| PROGRESS_LOG_NEW.to_string());
-    let mut progress_changed = false;
-    for e in &phase.entries {
-        let record = &plain[e.index];
-        let text = with_comment(
-            &render::completed_entry(&e.view),
-            provenance_comment(record).as_deref(),
-        );
-        new_entries.push(NewEntry {
-            key: e.view.key(),
-            hash: e.view.hash(),
-            text: clean(s, &text),
-        });
-        let review = Review::of(record);
-        let section = clean(s, &progress_section(&e.view, record, review.as_ref()));
-        let rl = review.as_ref().map(|r| clean(s, &review_line(r)));
-        let (t, changed) = append_progress(&progress_text, &section, rl.as_deref());
-        progress_text = t;
-        progress_changed |= changed;
-    }
-    let base_active = active
-        .clone()
-        .unwrap_or_else(|| ACTIVE_CONTEXT_NEW.to_string());
-    let (mut active_text, upserted) = upsert_section(&base_active, COMPLETED_PHASES, &new_entries);
-
-    // C7 when the section is over its cap.
-    let mut archive_change = None;
-    let cap = HalfLines::lines(config.budget.total_lines);
-    if let Some(t) = trim_section(bank, s, &active_text, cap, &opts.date)? {
-        active_text = t.text;
-        report.trim = Some(t.log);
-        archive_change = Some(t.archive);
-    }
-
-    // ZZ artifact.
-    let views: Vec<render::EntryView> = phase.entries.iter().map(|e| e.view.clone()).collect();
-    let from = if opts.from.is_empty() {
-        plain
-            .iter()
-            .filter_map(|r| r.sender().map(str::to_string))
-            .collect()
-    } else {
-        opts.from.clone()
-    };
-    let zz = render::render_zz(
-        &ZzHeader {
-            phase: &opts.phase,
-            next_phase: None,
-            from: &from,
+            from: &opts.from,
             to: &opts.to,
+            phases: opts.phases,
+            date: &opts.date,
+            feature: prepared.feature.as_deref(),
+            records: &prepared.records,
         },
-        &phase.allocation,
-        &views,
-        &xrefs,
-    );
-
-    let mut changes = Vec::new();
-    if active.is_some() || !new_entries.is_empty() {
-        changes.push(Change::Write {
-            rel: ACTIVE_CONTEXT.into(),
-            content: active_text,
-        });
-    }
-    if progress.is_some() || progress_changed {
-        changes.push(Change::Write {
-            rel: PROGRESS_LOG.into(),
-            content: progress_text,
-        });
-    }
-    changes.push(Change::Write {
-        rel: XREF_INDEX.into(),
-        content: clean_index(s, index_text.as_deref(), &index.render()),
-    });
-    changes.push(Change::Write {
-        rel: NEXT_ID.into(),
-        content: ids.render(),
-    });
-    changes.push(Change::Write {
-        rel: zz_path(&opts.phase),
-        content: clean(s, &zz),
-    });
-    if let Some(a) = archive_change {
-        changes.push(a);
-    }
+        &read.texts,
+        &scrub,
+    )
+    .map_err(|e| read.error(bank, e))?;
+    let mut changes: Vec<Change> = planned.changes.into_iter().map(to_change).collect();
     // Artifacts with a skipped record stay where they are.
-    let skipped_srcs: BTreeSet<&str> = phase
-        .skipped
-        .iter()
-        .map(|(i, _)| records[*i].0.as_str())
-        .collect();
     changes.extend(
         extra
             .iter()
             .filter(|c| match c {
-                Change::Delete { rel } => {
-                    !skipped_srcs.contains(bank.path(rel).display().to_string().as_str())
-                }
+                Change::Delete { rel } => !planned
+                    .skipped_sources
+                    .contains(bank.path(rel).display().to_string().as_str()),
                 Change::Write { .. } => true,
             })
             .cloned(),
     );
-    report.upsert = upserted;
-    report.changed = txn::commit(bank, &lock, &changes)?;
-    report.entries = phase.entries.len();
-    report.confirmation = phase.confirmation(report.xrefs_added);
-    Ok(report)
-}
-
-fn phase_label(phase: &str) -> String {
-    let p = phase.trim();
-    if p.starts_with(['P', 'p']) && p[1..].starts_with(|c: char| c.is_ascii_digit()) {
-        format!("P{}", &p[1..])
-    } else {
-        format!("P{p}")
-    }
-}
-
-/// The names of the `unblocks` rows of the index.
-fn resolved_links(index: &XrefIndex) -> Vec<String> {
-    index
-        .table(mnemo_compress::xref::TableKind::DecisionLinks)
-        .map(|t| {
-            t.rows
-                .iter()
-                .filter(|r| r.cell(1).eq_ignore_ascii_case("unblocks"))
-                .map(|r| r.cell(2).to_string())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// Entries recorded as blocked in the index (Decision Links rows of type
-/// `blocked`, `P2 Themis blocked`).
-fn blocked_entries(index: &XrefIndex) -> Vec<mnemo_compress::xref::BlockedEntry> {
-    let Some(t) = index.table(mnemo_compress::xref::TableKind::DecisionLinks) else {
-        return Vec::new();
-    };
-    t.rows
-        .iter()
-        .filter(|r| r.cell(1).eq_ignore_ascii_case("blocked"))
-        .filter_map(|r| {
-            let name = r.cell(2);
-            let mut w = name.split_whitespace();
-            let (phase, agent) = (w.next()?, w.next()?);
-            Some(mnemo_compress::xref::BlockedEntry {
-                phase: phase.to_string(),
-                agent: agent.to_string(),
-                blockers: r
-                    .cell(3)
-                    .split("; ")
-                    .map(str::to_string)
-                    .filter(|b| !b.is_empty())
-                    .collect(),
-            })
-        })
-        .collect()
-}
-
-/// Scrubs the rows mnemo added to the index (lines not in the old text).
-fn clean_index(s: &Scrubber, old: Option<&str>, new: &str) -> String {
-    let old_lines: std::collections::HashSet<&str> = old.unwrap_or_default().lines().collect();
-    new.split_inclusive('\n')
-        .map(|l| {
-            if old_lines.contains(l.trim_end_matches('\n')) {
-                l.to_string()
-            } else {
-                clean(s, l)
-            }
-        })
-        .collect()
-}
-
-struct Trimmed {
-    text: String,
-    log: String,
-    archive: Change,
-}
-
-fn entry_band(first_line: &str) -> Option<(Band, u32, bool)> {
-    let rest = first_line.split_once("** — ")?.1;
-    let mut it = rest.split_whitespace();
-    let band = match it.next()? {
-        "CRITICAL" => Band::Critical,
-        "HIGH" => Band::High,
-        "MEDIUM" => Band::Medium,
-        "LOW" => Band::Low,
-        _ => return None,
-    };
-    let score = it.next().unwrap_or("0");
-    let (w, f) = score.split_once('.').unwrap_or((score, "0"));
-    let frac: String = f.chars().take(2).collect();
-    let frac = format!("{frac:0<2}").parse::<u32>().unwrap_or(0);
-    let n = w
-        .parse::<u32>()
-        .unwrap_or(0)
-        .saturating_mul(10_000)
-        .saturating_add(frac.saturating_mul(100));
-    Some((band, n, rest.contains("(trimmed)")))
-}
-
-fn non_blank_lines(s: &str) -> u32 {
-    u32::try_from(s.lines().filter(|l| !l.trim().is_empty()).count()).unwrap_or(u32::MAX)
-}
-
-/// Section size in half-lines and the trim candidates (positions into `items`).
-fn measure(items: &[Item]) -> (HalfLines, Vec<TrimCandidate>, Vec<usize>) {
-    let mut size = HalfLines(0);
-    let mut cands = Vec::new();
-    let mut pos = Vec::new();
-    for (i, it) in items.iter().enumerate() {
-        match it {
-            Item::Entry { key, text, .. } => {
-                let first = text.lines().next().unwrap_or_default();
-                let (band, score, trimmed) = entry_band(first).unwrap_or((Band::High, 0, false));
-                let sz = if band == Band::Low || trimmed {
-                    HalfLines(1)
-                } else {
-                    HalfLines::lines(non_blank_lines(text))
-                };
-                size = size.plus(sz);
-                cands.push(TrimCandidate {
-                    key: key.clone(),
-                    band,
-                    score,
-                    size: sz,
-                });
-                pos.push(i);
-            }
-            Item::Other(o) => size = size.plus(HalfLines::lines(non_blank_lines(o))),
-        }
-    }
-    (size, cands, pos)
-}
-
-fn shorten_medium(text: &str) -> String {
-    let first = text.lines().next().unwrap_or_default();
-    let (before_marker, marker_part) = match first.find(" <!-- mnemo:key=") {
-        Some(i) => (&first[..i], &first[i..]),
-        None => (first, ""),
-    };
-    let Some((head, rest)) = before_marker.split_once("** — ") else {
-        return text.to_string();
-    };
-    let mut parts: Vec<&str> = rest.split(" — ").collect();
-    let band_score = parts.remove(0);
-    let files = if parts.len() >= 2 {
-        parts.last().copied().unwrap_or_default()
-    } else {
-        "(no files)"
-    };
-    format!("{head}** — {band_score} (trimmed) — {files}{marker_part}\n")
-}
-
-fn trim_section(
-    bank: &Bank,
-    s: &Scrubber,
-    text: &str,
-    cap: HalfLines,
-    date: &str,
-) -> Result<Option<Trimmed>> {
-    let Some((_, b, e)) = find_section(text, COMPLETED_PHASES) else {
-        return Ok(None);
-    };
-    let mut items = completed::parse_section(&text[b..e]);
-    let (size, cands, pos) = measure(&items);
-    let plan = completed::plan_trim(&cands, size, cap);
-    if plan.remove.is_empty() && plan.shorten.is_empty() {
-        return Ok(None);
-    }
-    let mut archived = String::new();
-    for &c in plan.remove.iter().chain(&plan.shorten) {
-        if let Some(Item::Entry { text, .. }) = items.get(pos[c]) {
-            archived.push_str(text);
-        }
-    }
-    for &c in &plan.shorten {
-        if let Some(Item::Entry { text, .. }) = items.get_mut(pos[c]) {
-            *text = shorten_medium(text);
-        }
-    }
-    let mut remove: Vec<usize> = plan.remove.iter().map(|&c| pos[c]).collect();
-    remove.sort_unstable();
-    for i in remove.into_iter().rev() {
-        items.remove(i);
-    }
-    let body = completed::render_section(&items);
-    let mut out = String::with_capacity(text.len());
-    out.push_str(&text[..b]);
-    out.push_str(&body);
-    out.push_str(&text[e..]);
-    let rel = completed::archive_path(date);
-    let month = date.get(..7).unwrap_or(date);
-    let mut archive = bank
-        .read(&rel)?
-        .unwrap_or_else(|| format!("# Compressed entries — {month}\n\n"));
-    for line in archived.split_inclusive('\n') {
-        // Idempotent: an archived first line is not archived twice.
-        if line.starts_with("- ") && archive.contains(line.trim_end()) {
-            continue;
-        }
-        if !archive.ends_with('\n') {
-            archive.push('\n');
-        }
-        archive.push_str(line);
-    }
-    Ok(Some(Trimmed {
-        text: out,
-        log: completed::trim_log(plan.remove.len(), &rel),
-        archive: Change::Write {
-            rel,
-            content: clean(s, &archive),
-        },
-    }))
+    let changed = txn::commit(bank, &lock, &changes)?;
+    let o = planned.outcome;
+    Ok(GateReport {
+        confirmation: o.confirmation,
+        entries: o.entries,
+        xrefs_added: o.xrefs_added,
+        skipped: o.skipped,
+        flags: o.flags,
+        trim: o.trim,
+        changed,
+        recovery,
+        upsert: o.upsert,
+        feature: prepared.feature,
+        dropped: prepared.dropped.iter().map(DroppedField::message).collect(),
+        dropped_fields: prepared.dropped,
+        critical: o.critical,
+        high: o.high,
+        outcomes: o.outcomes,
+    })
 }
 
 /// C7 on its own: trims `## Completed Phases` when over the cap. Returns the
@@ -929,37 +460,14 @@ pub fn trim(bank: &Bank, config: &Config, date: &str, timeout: Duration) -> Resu
     bank.require()?;
     let s = scrubber()?;
     let (lock, _) = open_locked(bank, timeout)?;
-    let Some(text) = bank.read(ACTIVE_CONTEXT)? else {
-        return Ok(format!(
-            "C7 trim: nothing to trim ({ACTIVE_CONTEXT} is absent)"
-        ));
-    };
-    let cap = HalfLines::lines(config.budget.total_lines);
-    match trim_section(bank, s, &text, cap, date)? {
-        None => {
-            let size = find_section(&text, COMPLETED_PHASES)
-                .map(|(_, b, e)| measure(&completed::parse_section(&text[b..e])).0)
-                .unwrap_or_default();
-            Ok(format!(
-                "C7 trim: nothing to trim ({size} of {} lines)",
-                config.budget.total_lines
-            ))
-        }
-        Some(t) => {
-            txn::commit(
-                bank,
-                &lock,
-                &[
-                    Change::Write {
-                        rel: ACTIVE_CONTEXT.into(),
-                        content: t.text,
-                    },
-                    t.archive,
-                ],
-            )?;
-            Ok(t.log)
-        }
+    let mut read = read_texts(bank, &plan::trim_reads(date))?;
+    let (changes, line) = plan::plan_trim_only(config, date, &read.texts, &|t: &str| clean(s, t))
+        .map_err(|e| read.error(bank, e))?;
+    if !changes.is_empty() {
+        let changes: Vec<Change> = changes.into_iter().map(to_change).collect();
+        txn::commit(bank, &lock, &changes)?;
     }
+    Ok(line)
 }
 
 /// §15: the next agent's prompt block (learnings + ZZ artifact).
@@ -1200,10 +708,6 @@ pub fn doctor(bank: &Bank, timeout: Duration) -> Result<DoctorReport> {
     Ok(rep)
 }
 
-fn is_zz(name: &str) -> bool {
-    name.starts_with("ZZ-phase") && name.ends_with("-context.md")
-}
-
 fn tmp_artifacts(bank: &Bank) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(bank.path(TMP_DIR))
         .map(|rd| {
@@ -1215,38 +719,6 @@ fn tmp_artifacts(bank: &Bank) -> Vec<String> {
         .unwrap_or_default();
     names.sort();
     names
-}
-
-fn preflight_of(artifact: ArtifactType, text: &str) -> Preflight {
-    let upper = text.to_ascii_uppercase();
-    let verdict = if upper.contains("NEEDS_REVISION") || upper.contains("NEEDS REVISION") {
-        mnemo_model::Verdict::parse_loose("NEEDS_REVISION")
-    } else if upper.contains("FAILED") {
-        mnemo_model::Verdict::parse_loose("FAILED")
-    } else if upper.contains("APPROVED") {
-        mnemo_model::Verdict::parse_loose("APPROVED")
-    } else {
-        None
-    };
-    let disc = if artifact == ArtifactType::Disc {
-        if upper.contains("DISCARD") {
-            DiscDecision::parse("DISCARD")
-        } else if upper.contains("REQUEST CHANGES") {
-            DiscDecision::parse("REQUEST CHANGES")
-        } else if upper.contains("APPROVED") {
-            DiscDecision::parse("APPROVED")
-        } else {
-            None
-        }
-    } else {
-        None
-    };
-    Preflight {
-        verdict,
-        disc,
-        all_phases_complete: true,
-        ..Preflight::default()
-    }
 }
 
 /// C4: records the plan of a completed feature in `## Completed Plans`
@@ -1262,62 +734,15 @@ pub fn feature_complete(
     bank.require()?;
     let s = scrubber()?;
     let (lock, _) = open_locked(bank, timeout)?;
-    let feature_l = feature.to_ascii_lowercase();
-    let mut plans = Vec::new();
-    let mut deletes = Vec::new();
-    for name in tmp_artifacts(bank) {
-        let rel = format!("{TMP_DIR}/{name}");
-        if is_zz(&name) {
-            deletes.push(Change::Delete { rel });
-        } else if ArtifactType::from_file_name(&name) == Some(ArtifactType::Plan)
-            && name.to_ascii_lowercase().contains(&feature_l)
-            && !never_touch(&rel)
-        {
-            plans.push(name);
-            deletes.push(Change::Delete { rel });
-        }
-    }
-    let plan_ref = if plans.is_empty() {
-        "no PLAN artifact in .tmp/".to_string()
-    } else {
-        format!("PLAN {}", plans.join(", "))
-    };
-    let key = EntryKey::new(date, "plan", feature);
-    let hash = entry_hash(date, "plan", feature, feature);
-    let line = clean(
-        s,
-        &format!(
-            "- **{date} · {feature}** — feature complete — {plan_ref} {}\n",
-            marker(&key, &hash)
-        ),
-    );
-    let active = bank
-        .read(ACTIVE_CONTEXT)?
-        .unwrap_or_else(|| ACTIVE_CONTEXT_NEW.to_string());
-    let (text, rep) = upsert_section(
-        &active,
-        COMPLETED_PLANS,
-        &[NewEntry {
-            key,
-            hash,
-            text: line,
-        }],
-    );
-    let mut changes = vec![Change::Write {
-        rel: ACTIVE_CONTEXT.into(),
-        content: text,
-    }];
-    let removed = deletes.len();
-    changes.extend(deletes);
+    let names = tmp_artifacts(bank);
+    let active = bank.read(ACTIVE_CONTEXT)?;
+    let (changes, line) =
+        plan::plan_feature_complete(feature, date, &names, active.as_deref(), &|t: &str| {
+            clean(s, t)
+        });
+    let changes: Vec<Change> = changes.into_iter().map(to_change).collect();
     txn::commit(bank, &lock, &changes)?;
-    Ok(format!(
-        "Feature complete: {feature} {} in {ACTIVE_CONTEXT} ({plan_ref}), {removed} .tmp artifacts removed",
-        if rep.skipped > 0 {
-            "already recorded"
-        } else {
-            "recorded"
-        }
-    ))
+    Ok(line)
 }
 
 /// C5: bulk clean-up of `.tmp/` (compressible artifacts archived and
@@ -1329,90 +754,16 @@ pub fn sprint_close(bank: &Bank, date: &str, timeout: Duration) -> Result<(Strin
     bank.require()?;
     let s = scrubber()?;
     let (lock, _) = open_locked(bank, timeout)?;
-    let mut flags = Vec::new();
-    let mut changes = Vec::new();
-    let archive_rel = completed::archive_path(date);
-    let month = date.get(..7).unwrap_or(date);
-    let mut archive = bank
-        .read(&archive_rel)?
-        .unwrap_or_else(|| format!("# Compressed entries — {month}\n\n"));
-    let (mut archived, mut deleted) = (0, 0);
-    for name in tmp_artifacts(bank) {
-        let rel = format!("{TMP_DIR}/{name}");
-        if rel == LOCK_FILE || rel == JOURNAL || is_own_temp(&name) {
-            continue;
-        }
-        if is_zz(&name) {
-            changes.push(Change::Delete { rel });
-            deleted += 1;
-            continue;
-        }
-        let kind = match ArtifactType::from_file_name(&name) {
-            Some(ArtifactType::Unrecognized) | None => {
-                flags.push(format!("{rel}: unrecognised .tmp artifact, left in place"));
-                continue;
-            }
-            Some(k) => k,
-        };
-        let text = bank.read(&rel)?.unwrap_or_default();
-        let mut pre = preflight_of(kind, &text);
-        pre.under_notes_or_adr = never_touch(&rel);
-        let d = can_compress(kind, &pre);
-        match d {
-            mnemo_compress::Decision::Delete { .. } => {
-                changes.push(Change::Delete { rel });
-                deleted += 1;
-            }
-            d if d.compresses() => {
-                let heading = format!("## {date} — sprint close: {name}");
-                if !archive.contains(&heading) {
-                    if !archive.ends_with("\n\n") {
-                        archive.push('\n');
-                    }
-                    let _ = write!(archive, "{heading}\n\n{}\n", text.trim_end());
-                }
-                changes.push(Change::Delete { rel });
-                archived += 1;
-            }
-            d => flags.push(format!(
-                "{rel}: {}",
-                d.reason().unwrap_or("not compressible, left in place")
-            )),
-        }
-    }
-    if archived > 0 {
-        changes.push(Change::Write {
-            rel: archive_rel,
-            content: clean(s, &archive),
-        });
-    }
-    let xref_rel = format!("_notes/archive/{date}-xref-index.md");
-    if let Some(index) = bank.read(XREF_INDEX)? {
-        changes.push(Change::Write {
-            rel: xref_rel.clone(),
-            content: clean(s, &index),
-        });
-    }
-    if let Some(active) = bank.read(ACTIVE_CONTEXT)?
-        && let Some((_, b, e)) = find_section(&active, COMPLETED_PHASES)
-    {
-        for line in active[b..e].lines() {
-            if line.contains("⚠️") && line.contains("<!-- mnemo:key=") {
-                let key = render::parse_marker(line)
-                    .map(|(k, _)| k.render())
-                    .unwrap_or_default();
-                flags.push(format!("{ACTIVE_CONTEXT}: unresolved partial entry {key}"));
-            }
-        }
-    }
+    let names = tmp_artifacts(bank);
+    let mut read = read_texts(bank, &plan::sprint_close_reads(date, &names, &is_own_temp))?;
+    let (changes, line, flags) =
+        plan::plan_sprint_close(date, &names, &is_own_temp, &read.texts, &|t: &str| {
+            clean(s, t)
+        })
+        .map_err(|e| read.error(bank, e))?;
+    let changes: Vec<Change> = changes.into_iter().map(to_change).collect();
     txn::commit(bank, &lock, &changes)?;
-    Ok((
-        format!(
-            "Sprint close: {archived} artifacts archived, {deleted} deleted, {} flagged, cross-refs archived to {xref_rel}",
-            flags.len()
-        ),
-        flags,
-    ))
+    Ok((line, flags))
 }
 
 /// C6: compresses the subtask summaries waiting in `.tmp/` (and any given
@@ -1426,28 +777,14 @@ pub fn compress(
 ) -> Result<(GateReport, Vec<String>)> {
     let mut inputs = files.to_vec();
     let mut deletes = Vec::new();
-    let mut flags = Vec::new();
-    for name in tmp_artifacts(bank) {
-        let rel = format!("{TMP_DIR}/{name}");
-        if rel == LOCK_FILE || rel == JOURNAL || is_own_temp(&name) || is_zz(&name) {
-            continue;
-        }
-        match ArtifactType::from_file_name(&name) {
-            Some(ArtifactType::SubtaskSummary) => {
-                if let Some(text) = bank.read(&rel)? {
-                    inputs.push(Input {
-                        name: bank.path(&rel).display().to_string(),
-                        text,
-                    });
-                    deletes.push(Change::Delete { rel });
-                }
-            }
-            Some(ArtifactType::Unrecognized) | None => {
-                flags.push(format!("{rel}: unrecognised .tmp artifact, left in place"));
-            }
-            Some(_) => flags.push(format!(
-                "{rel}: left for its own trigger (C2/C3 at the gate, C4, C5)"
-            )),
+    let (take, flags) = plan::plan_compress_inputs(&tmp_artifacts(bank), &is_own_temp);
+    for rel in take {
+        if let Some(text) = bank.read(&rel)? {
+            inputs.push(Input {
+                name: bank.path(&rel).display().to_string(),
+                text,
+            });
+            deletes.push(Change::Delete { rel });
         }
     }
     if inputs.is_empty() {
@@ -1456,6 +793,6 @@ pub fn compress(
             bank.path(TMP_DIR).display()
         )));
     }
-    let report = gate_with(bank, config, opts, &inputs, &deletes)?;
+    let report = gate_with(bank, config, opts, inputs.as_slice(), &deletes)?;
     Ok((report, flags))
 }

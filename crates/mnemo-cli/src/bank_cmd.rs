@@ -49,6 +49,12 @@ pub struct GateArgs {
     /// Same as SUMMARY (repeatable).
     #[arg(long, short, value_name = "FILE")]
     input: Vec<PathBuf>,
+    /// Print one JSON object on standard output instead of the
+    /// confirmation line: the figures, every entry (key, agent, band,
+    /// score, lines, o200k tokens in and out, action), skipped inputs,
+    /// dropped Layer 1 fields and flags (see docs/bank.md).
+    #[arg(long)]
+    json: bool,
 }
 
 /// The Guardian that `gate` and `compress` ask before compacting.
@@ -348,7 +354,70 @@ pub fn gate(args: GateArgs, global: &Global) -> Result<ExitCode> {
         notes.push(format!("feature {f} (from the records)"));
     }
     say(global, &notes);
+    if args.json {
+        let v = gate_json(&opts, &r);
+        let text = serde_json::to_string(&v).context("cannot encode the gate report")?;
+        return out(&text);
+    }
     out(&r.confirmation)
+}
+
+/// A score in ten-thousandths as `score --json` prints it: rounded half
+/// up to two decimals.
+fn score_number(ten_thousandths: u32) -> serde_json::Value {
+    serde_json::json!(f64::from(ten_thousandths.saturating_add(50) / 100) / 100.0)
+}
+
+/// `gate --json`: one object (the CLI contract in docs/bank.md).
+fn gate_json(opts: &GateOptions, r: &ops::GateReport) -> serde_json::Value {
+    use serde_json::json;
+    let entries: Vec<serde_json::Value> = r
+        .outcomes
+        .iter()
+        .map(|o| {
+            json!({
+                "key": o.key,
+                "source": o.source,
+                "agent": o.agent,
+                "phase": o.phase,
+                "band": o.band.map(|b| b.as_str()),
+                "score": o.score.map_or(serde_json::Value::Null, score_number),
+                "lines": o.lines.map(|l| f64::from(l.0) / 2.0),
+                "tokens_in": o.tokens_in,
+                "tokens_out": o.tokens_out,
+                "action": o.action.as_str(),
+                "reason": o.reason,
+            })
+        })
+        .collect();
+    let sum = |f: fn(&ops::EntryOutcome) -> Option<usize>| -> usize {
+        r.outcomes.iter().filter_map(f).sum()
+    };
+    json!({
+        "confirmation": r.confirmation,
+        "phase": opts.phase,
+        "date": opts.date,
+        "feature": r.feature,
+        "compressed": r.entries,
+        "critical": r.critical,
+        "high": r.high,
+        "xrefs_added": r.xrefs_added,
+        "upsert": {
+            "new": r.upsert.added,
+            "unchanged": r.upsert.skipped,
+            "updated": r.upsert.replaced,
+        },
+        "tokens": {
+            "in": sum(|o| o.tokens_in),
+            "out": sum(|o| if o.key.is_some() { o.tokens_out } else { None }),
+        },
+        "entries": entries,
+        "skipped": r.skipped,
+        "dropped": r.dropped_fields,
+        "flags": r.flags,
+        "trim": r.trim,
+        "changed": r.changed,
+    })
 }
 
 /// `mnemo compress` (C6).

@@ -98,6 +98,13 @@ pub enum HookCommand {
         #[command(subcommand)]
         event: HookEvent,
     },
+    /// Write or merge a host's hook configuration (never dropping what is
+    /// there; idempotent; --print shows it without writing).
+    Install {
+        /// The host.
+        #[command(subcommand)]
+        host: crate::install_cmd::InstallHost,
+    },
 }
 
 /// How a Claude Code hook blocks.
@@ -210,6 +217,7 @@ pub fn run_hook(cmd: HookCommand, quiet: bool) -> anyhow::Result<ExitCode> {
     let (host, event) = match cmd {
         HookCommand::ClaudeCode { event } => (Host::ClaudeCode, event),
         HookCommand::Codex { event } => (Host::Codex, event),
+        HookCommand::Install { host } => return crate::install_cmd::run(host, quiet),
     };
     let (opts, block_with, trail) = match event {
         HookEvent::PreCompact {

@@ -10,6 +10,7 @@ mod config_cmd;
 mod guard_cmd;
 mod hook_trail_cmd;
 mod inline_cmd;
+mod install_cmd;
 mod io_util;
 mod mcp_cmd;
 mod progress;

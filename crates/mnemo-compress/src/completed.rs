@@ -112,8 +112,38 @@ fn keep_human_lines(old: &str, mut new: String) -> String {
 /// last entry (or at the end of the body, before trailing blank lines).
 /// Human lines are never touched. Running it twice gives the same text.
 pub fn upsert(body: &str, entries: &[NewEntry]) -> (String, UpsertReport) {
+    let (text, report, _) = upsert_each(body, entries);
+    (text, report)
+}
+
+/// What an upsert did to one entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Upserted {
+    /// A new key: appended.
+    New,
+    /// Same key and hash: left as it was.
+    Unchanged,
+    /// Same key, other hash: replaced in place.
+    Updated,
+}
+
+impl Upserted {
+    /// `new`, `unchanged` or `updated`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Upserted::New => "new",
+            Upserted::Unchanged => "unchanged",
+            Upserted::Updated => "updated",
+        }
+    }
+}
+
+/// [`upsert`], also saying what happened to each entry (in input order).
+pub fn upsert_each(body: &str, entries: &[NewEntry]) -> (String, UpsertReport, Vec<Upserted>) {
     let mut items = parse_section(body);
     let mut report = UpsertReport::default();
+    let mut each = Vec::with_capacity(entries.len());
     for e in entries {
         let mut text = e.text.clone();
         if !text.ends_with('\n') {
@@ -124,11 +154,15 @@ pub fn upsert(body: &str, entries: &[NewEntry]) -> (String, UpsertReport) {
             _ => None,
         });
         match existing {
-            Some((hash, _)) if *hash == e.hash => report.skipped += 1,
+            Some((hash, _)) if *hash == e.hash => {
+                report.skipped += 1;
+                each.push(Upserted::Unchanged);
+            }
             Some((hash, old)) => {
                 *hash = e.hash.clone();
                 *old = keep_human_lines(old, text);
                 report.replaced += 1;
+                each.push(Upserted::Updated);
             }
             None => {
                 let at = insertion_point(&items);
@@ -148,10 +182,11 @@ pub fn upsert(body: &str, entries: &[NewEntry]) -> (String, UpsertReport) {
                     },
                 );
                 report.added += 1;
+                each.push(Upserted::New);
             }
         }
     }
-    (render_section(&items), report)
+    (render_section(&items), report, each)
 }
 
 /// After the last entry; without entries, before the trailing blank lines.

@@ -17,7 +17,13 @@
 //!   key and content hash (§17), and the C7 trim plan (§18);
 //! * [`preflight`] — the `can_compress` safety preflight (§9, §10);
 //! * [`pipeline`] — one phase gate end to end (preflight → score → allocate
-//!   → summarize → mask → cross-references), still without I/O.
+//!   → summarize → mask → cross-references), still without I/O;
+//! * [`plan`] — every bank command's decisions as one pure function from
+//!   parsed records and the bank's current file texts to the new file
+//!   contents and a report (gate C1–C3, C4, C5, C6's inputs, C7), so that
+//!   `mnemo-bank` only reads, asks the Guardian and commits;
+//! * [`sections`] — section-preserving edits of hand-written markdown;
+//! * [`layout`] — the bank-relative paths the plans read and write.
 //!
 //! What it must never do: any I/O (callers hand it text and get text back),
 //! panic on any input, or drop an entry — allocation always places every
@@ -27,10 +33,13 @@ pub mod budget;
 pub mod completed;
 pub mod extractive;
 pub mod facts;
+pub mod layout;
 pub mod mask;
 pub mod pipeline;
+pub mod plan;
 pub mod preflight;
 pub mod render;
+pub mod sections;
 pub mod summary;
 pub mod xref;
 

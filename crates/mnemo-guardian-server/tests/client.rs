@@ -124,3 +124,86 @@ fn uuids_are_v4_and_unique() {
     ));
     assert_eq!(&a[14..15], "4");
 }
+
+/// A fake Guardian that answers every request with `answer(n)` (the n-th
+/// request, 0-based, its raw HTTP response) and counts the requests.
+fn canned(
+    answer: impl Fn(usize) -> String + Send + 'static,
+) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let count = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = count.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut len = 0usize;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line.trim().is_empty() {
+                    break;
+                }
+                if let Some((k, v)) = line.split_once(':')
+                    && k.eq_ignore_ascii_case("content-length")
+                {
+                    len = v.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut body = vec![0u8; len];
+            let _ = reader.read_exact(&mut body);
+            let n = seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let _ = stream.write_all(answer(n).as_bytes());
+        }
+    });
+    (format!("http://{addr}/acs"), count)
+}
+
+fn http(status: &str, content_type: &str, body: &str) -> String {
+    format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+/// ACS §6.4 / corpus acs-f-5 (`va8eebd3334b97257`): a gateway error page
+/// where a decision belongs is no decision; the client refuses, and the
+/// bank's compaction, which asks through it, compacts nothing.
+#[test]
+fn a_gateway_page_is_not_a_decision() {
+    let page = "<html>504 Gateway Time-out</html>";
+    for answer in [
+        http("504 Gateway Time-out", "text/html", page),
+        http("200 OK", "text/html", page),
+    ] {
+        let (url, _) = canned(move |_| answer.clone());
+        let remote = RemoteGuardian::new(&url).unwrap();
+        match remote.check_compaction(&[e("u1", Origin::UserInput)], Trigger::Manual) {
+            Err(ClientError::Protocol { .. }) => {}
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+/// ACS §4.1 / corpus acs-f-11: a hello answered with a refusal
+/// (SESSION_REFUSED) or with no ServerHello at all (an internal error) never
+/// starts the session: mnemo's client posture is `refuse`, and it sends no
+/// step after the hello.
+#[test]
+fn a_refused_or_failed_hello_starts_nothing() {
+    for (code, message) in [(-32000, "session refused"), (-32603, "internal error")] {
+        let (url, count) = canned(move |_| {
+            let body = format!(
+                r#"{{"jsonrpc":"2.0","id":null,"error":{{"code":{code},"message":"{message}"}}}}"#
+            );
+            http("200 OK", "application/json", &body)
+        });
+        let remote = RemoteGuardian::new(&url).unwrap();
+        match remote.check_compaction(&[e("u1", Origin::UserInput)], Trigger::Manual) {
+            Err(ClientError::Rpc { code: c, .. }) => assert_eq!(c, code),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(count.load(std::sync::atomic::Ordering::SeqCst), 1);
+    }
+}

@@ -210,6 +210,11 @@ pub struct ToolRules {
     pub registered: Option<Vec<String>>,
     /// Tool + command globs that are denied (`tool_denied`), first match wins.
     pub deny: Vec<ToolDeny>,
+    /// Whether a `steps/toolCallResult` whose `request_id_ref` names no
+    /// `steps/toolCallRequest` of its session is denied
+    /// (`on_unresolved_ref = "deny"`). Either way the Guardian records the
+    /// unresolved reference (hooks.md, toolCallResult); the default allows.
+    pub deny_unresolved_ref: bool,
 }
 
 /// One `[[tools.deny]]` rule.
@@ -512,6 +517,18 @@ impl Policy {
             let key = format!("tools.{k}");
             match k.as_str() {
                 "registered" => self.tools.registered = Some(strings(v, &key)?),
+                "on_unresolved_ref" => {
+                    self.tools.deny_unresolved_ref = match as_str(v, &key)? {
+                        "allow" => false,
+                        "deny" => true,
+                        other => {
+                            return Err(perr(
+                                key,
+                                format!("expected \"allow\" or \"deny\", got \"{other}\""),
+                            ));
+                        }
+                    }
+                }
                 "deny" => {
                     let a = v.as_array().ok_or_else(|| {
                         perr(

@@ -89,6 +89,10 @@ pub fn evaluates(method: &str) -> bool {
             .is_some_and(|rest| !rest.is_empty())
 }
 
+/// Reason code and audit finding of a `steps/toolCallResult` whose
+/// `request_id_ref` names no `steps/toolCallRequest` of its session.
+pub const UNRESOLVED_REF: &str = "request_id_ref_unresolved";
+
 /// The tool name and command of a tool call (`steps/toolCallRequest`, or
 /// wrapped MCP `tools/call` whose `name` is the tool).
 fn tool_call<'a>(method: &str, payload: &'a Value) -> Option<(&'a str, Option<&'a str>)> {
@@ -241,8 +245,46 @@ pub struct HostCompaction<'a> {
     pub request_id: &'a str,
     /// The entries to be compacted, oldest first.
     pub entries: &'a [EntryProvenance],
+    /// Entries that come after them and stay outside the summary (Codex:
+    /// the user's message of a turn whose pre-turn compaction this is,
+    /// not yet in the transcript); only their re-grounding counts.
+    pub after: &'a [EntryProvenance],
     /// Why now.
     pub trigger: Trigger,
+}
+
+/// A compaction a host has just run, as its PostCompact hook saw it.
+#[derive(Debug, Clone, Copy)]
+pub struct HostPostCompaction<'a> {
+    /// The host's session id.
+    pub session_id: &'a str,
+    /// Who reports, e.g. `codex`.
+    pub agent_id: &'a str,
+    /// A fresh id for this step.
+    pub request_id: &'a str,
+    /// The provenance id the summary gets (the host's transcript names it
+    /// the same way at the next PreCompact, so that its lineage resolves).
+    pub summary_id: &'a str,
+    /// The summary's source id.
+    pub summary_source: &'a str,
+    /// Lineage id standing for "unknown" when no allowed preCompact of
+    /// this session matches the compaction (resolved by the policy's
+    /// `unknown_lineage`).
+    pub unknown_lineage: &'a str,
+}
+
+/// What a host's postCompact recorded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostPostRecord {
+    /// The summary's provenance, `derived_from` = the union of the
+    /// provenance ids of the entries the allowed preCompact judged.
+    pub summary: Provenance,
+    /// The preCompact whose entries were compacted, when one matched.
+    pub pre_compact: Option<String>,
+    /// The summary's trust under the policy.
+    pub trust: crate::policy::Trust,
+    /// Human-readable account.
+    pub reasoning: String,
 }
 
 /// Requests between two prunings of old request ids.
@@ -527,8 +569,30 @@ impl<S: SessionStore> Guardian<S> {
             "steps/postCompact" => self.post_compact(method, &params, params_v, &session),
             _ => {
                 let provs = model::collect_provenance(payload);
-                let refused = tool_call(method, payload)
+                // hooks.md, toolCallResult: a request_id_ref that names no
+                // toolCallRequest of this session is recorded whatever the
+                // decision (in the chain entry and the response); whether
+                // it is grounds to deny is the policy's.
+                let unresolved = match payload.get("request_id_ref").and_then(Value::as_str) {
+                    Some(r) if method == "steps/toolCallResult" => {
+                        (!self.store.has_step(&session, r, "steps/toolCallRequest")?)
+                            .then(|| r.to_string())
+                    }
+                    _ => None,
+                };
+                let mut refused = tool_call(method, payload)
                     .and_then(|(tool, command)| self.policy.tools.check(tool, command));
+                if refused.is_none()
+                    && self.policy.tools.deny_unresolved_ref
+                    && let Some(r) = &unresolved
+                {
+                    refused = Some((
+                        UNRESOLVED_REF,
+                        format!(
+                            "request_id_ref {r} names no steps/toolCallRequest of this session; the policy denies unresolved references ([tools] on_unresolved_ref = \"deny\")."
+                        ),
+                    ));
+                }
                 let mut r = match refused {
                     Some((code, reasoning)) => {
                         let mut r = self.result(&params, Verdict::Deny, Some(reasoning));
@@ -545,7 +609,22 @@ impl<S: SessionStore> Guardian<S> {
                         Some("Recorded with its provenance.".into()),
                     ),
                 };
-                let hash = self.append_step(&session, method, &params, params_v, provs)?;
+                let finding =
+                    unresolved.map(|r| json!({"finding": UNRESOLVED_REF, "request_id_ref": r}));
+                if let Some(f) = &finding {
+                    let mut codes: Vec<Value> =
+                        r.0.get("reason_codes")
+                            .and_then(Value::as_array)
+                            .cloned()
+                            .unwrap_or_default();
+                    if !codes.iter().any(|c| c == UNRESOLVED_REF) {
+                        codes.push(json!(UNRESOLVED_REF));
+                    }
+                    r.set("reason_codes", Value::Array(codes));
+                    r.set("policy_data", json!({"audit_findings": [f]}));
+                }
+                let hash =
+                    self.append_step_with(&session, method, &params, params_v, provs, finding)?;
                 r.set("chain_hash", json!(chain::to_hex(&hash)));
                 Ok(r.0)
             }
@@ -741,7 +820,32 @@ impl<S: SessionStore> Guardian<S> {
         if pc.pre_compact_provenance_summary.is_none() && !unrecorded.is_empty() {
             codes_extra.push("unrecorded_entries".to_string());
         }
+<<<<<<< HEAD
         let hash = self.record_pre_compact(session, method, params, params_v, &pc, &d)?;
+=======
+        let known: Vec<Provenance> = steps
+            .iter()
+            .flat_map(|s| s.provenance.iter().cloned())
+            .collect();
+        let d = decide_compaction(
+            &self.policy,
+            &CompactionInput {
+                entries: &entries,
+                after: &after,
+                known: &known,
+                trigger: pc.triggered_by,
+                estimated_input_tokens: pc.estimated_input_tokens,
+                target_summary_tokens: pc.target_summary_tokens,
+            },
+        );
+        let record = CompactionRecord {
+            step_id: params.request_id.clone(),
+            entries: pc.entries_to_compact.clone(),
+            verdict: d.verdict,
+        };
+        let hash =
+            self.record_pre_compact(session, method, params, params_v, record, Vec::new())?;
+>>>>>>> main
         let mut reason_codes = d.reason_codes.clone();
         reason_codes.extend(codes_extra);
         let mut policy_data = d.policy_data.clone();
@@ -763,25 +867,19 @@ impl<S: SessionStore> Guardian<S> {
     }
 
     /// Records a preCompact decision (for the matching postCompact) and
-    /// its chain entry.
+    /// its chain entry, whose provenance is `judged` (what a host's
+    /// allowed compaction folds; empty otherwise).
     fn record_pre_compact(
         &mut self,
         session: &str,
         method: &str,
         params: &AcsParams,
         params_v: &Value,
-        pc: &PreCompact,
-        d: &Decision,
+        record: CompactionRecord,
+        judged: Vec<Provenance>,
     ) -> Result<Hash, RpcError> {
-        self.store.record_compaction(
-            session,
-            &CompactionRecord {
-                step_id: params.request_id.clone(),
-                entries: pc.entries_to_compact.clone(),
-                verdict: d.verdict,
-            },
-        )?;
-        self.append_step(session, method, params, params_v, Vec::new())
+        self.store.record_compaction(session, &record)?;
+        self.append_step(session, method, params, params_v, judged)
     }
 
     /// A host's compaction (the Claude Code and Codex hooks): the region's
@@ -836,32 +934,41 @@ impl<S: SessionStore> Guardian<S> {
             signature: None,
         };
         let params_v = serde_json::to_value(&params).unwrap_or(Value::Null);
-        let d = decide_compaction(
-            &self.policy,
-            &CompactionInput {
-                entries: host.entries,
-                after: &[],
-                known: &[],
-                trigger: host.trigger,
-                estimated_input_tokens: None,
-                target_summary_tokens: None,
-            },
-        );
         if let Err(e) = self.store.begin() {
+            let d = self.decide_host(host, &[]);
             return (d, Err(e.into()));
         }
+        // What earlier compactions of the session recorded (their summaries'
+        // lineage); a store that cannot say leaves lineage unknown.
+        let known: Vec<Provenance> = match self.store.steps(host.session_id) {
+            Ok(steps) => steps.into_iter().flat_map(|s| s.provenance).collect(),
+            Err(_) => Vec::new(),
+        };
+        let d = self.decide_host(host, &known);
+        // An allowed compaction keeps what it judged, so that the
+        // postCompact can give the summary its lineage.
+        let judged = if d.verdict == Verdict::Allow {
+            all
+        } else {
+            Vec::new()
+        };
         let recorded = self
             .store
             .mark_request(host.session_id, &params.request_id, (self.clock)())
             .map_err(RpcError::from)
             .and_then(|_| {
+                let record = CompactionRecord {
+                    step_id: params.request_id.clone(),
+                    entries: pc.entries_to_compact.clone(),
+                    verdict: d.verdict,
+                };
                 self.record_pre_compact(
                     host.session_id,
                     "steps/preCompact",
                     &params,
                     &params_v,
-                    &pc,
-                    &d,
+                    record,
+                    judged,
                 )
             });
         match recorded {
@@ -872,6 +979,133 @@ impl<S: SessionStore> Guardian<S> {
             Err(e) => {
                 let _ = self.store.rollback();
                 (d, Err(e))
+            }
+        }
+    }
+
+    fn decide_host(&self, host: &HostCompaction<'_>, known: &[Provenance]) -> Decision {
+        decide_compaction(
+            &self.policy,
+            &CompactionInput {
+                entries: host.entries,
+                after: host.after,
+                known,
+                trigger: host.trigger,
+                estimated_input_tokens: None,
+                target_summary_tokens: None,
+            },
+        )
+    }
+
+    /// A host's compaction has run (the PostCompact hooks): records a
+    /// `steps/postCompact` step whose provenance is the summary,
+    /// `agent_generated`, `derived_from` the union of the provenance ids of
+    /// the entries the session's last preCompact allowed (recorded by
+    /// [`Self::pre_compact_from_host`]), and its chain entry, in one store
+    /// transaction. When no allowed preCompact is waiting for its
+    /// postCompact (the hook was not installed for that trigger, or the
+    /// compaction was already recorded), the lineage is unknown
+    /// (`unknown_lineage`): trust never rises across a compaction the
+    /// Guardian did not see. The summary's trust is what a later
+    /// compaction of the summary inherits.
+    pub fn post_compact_from_host(
+        &mut self,
+        host: &HostPostCompaction<'_>,
+    ) -> (HostPostRecord, Result<Hash, RpcError>) {
+        let mut record = HostPostRecord {
+            summary: Provenance {
+                provenance_id: host.summary_id.to_string(),
+                origin: Origin::AgentGenerated,
+                source_id: Some(host.summary_source.to_string()),
+                derived_from: vec![host.unknown_lineage.to_string()],
+            },
+            pre_compact: None,
+            trust: self.policy.unknown_lineage,
+            reasoning: String::new(),
+        };
+        if let Err(e) = self.store.begin() {
+            record.reasoning = "session store unavailable: lineage unknown".into();
+            return (record, Err(e.into()));
+        }
+        let r = (|| -> Result<Hash, RpcError> {
+            let steps = self.store.steps(host.session_id)?;
+            let last = self.store.last_compaction(host.session_id)?;
+            let waiting = last
+                .filter(|rec| rec.verdict == Verdict::Allow)
+                .and_then(|rec| {
+                    let at = steps.iter().position(|s| s.step_id == rec.step_id)?;
+                    let consumed = steps[at + 1..]
+                        .iter()
+                        .any(|s| s.method == "steps/postCompact");
+                    (!consumed).then(|| (rec, steps[at].provenance.clone()))
+                });
+            match &waiting {
+                Some((rec, judged)) => {
+                    let union: BTreeSet<String> =
+                        judged.iter().map(|p| p.provenance_id.clone()).collect();
+                    record.summary.derived_from = union.into_iter().collect();
+                    record.pre_compact = Some(rec.step_id.clone());
+                }
+                None => {
+                    record.reasoning = "no allowed preCompact of this session waits for this compaction; the summary's lineage is unknown".into();
+                }
+            }
+            let known: Vec<Provenance> = steps.iter().flat_map(|s| s.provenance.clone()).collect();
+            record.trust = TrustResolver::new(&self.policy, known.iter()).trust(&record.summary);
+            if let Some((rec, judged)) = &waiting {
+                record.reasoning = format!(
+                    "Summary of the {} entries the preCompact {} allowed ({} provenance ids); recorded as {}.",
+                    rec.entries.len(),
+                    rec.step_id,
+                    judged.len(),
+                    record.trust.as_str()
+                );
+            } else {
+                record
+                    .reasoning
+                    .push_str(&format!("; recorded as {}.", record.trust.as_str()));
+            }
+            let head = self.store.chain_head(host.session_id)?;
+            let payload = json!({
+                "entries_compacted": waiting.as_ref().map(|(rec, _)| rec.entries.clone()).unwrap_or_default(),
+                "summary": {"provenance": record.summary},
+                "pre_compact_chain_hash": head.map(|(_, h)| chain::to_hex(&h)).unwrap_or_default(),
+            });
+            let params = AcsParams {
+                acs_version: ACS_VERSION.to_string(),
+                request_id: host.request_id.to_string(),
+                timestamp: crate::time::format_rfc3339_ms((self.clock)()),
+                nonce: None,
+                metadata: model::Metadata {
+                    agent_id: host.agent_id.to_string(),
+                    session_id: host.session_id.to_string(),
+                    turn_id: None,
+                },
+                payload: match payload {
+                    Value::Object(m) => m,
+                    _ => Map::new(),
+                },
+                signature: None,
+            };
+            let params_v = serde_json::to_value(&params).unwrap_or(Value::Null);
+            self.store
+                .mark_request(host.session_id, host.request_id, (self.clock)())?;
+            self.append_step(
+                host.session_id,
+                "steps/postCompact",
+                &params,
+                &params_v,
+                vec![record.summary.clone()],
+            )
+        })();
+        match r {
+            Ok(hash) => match self.store.commit() {
+                Ok(()) => (record, Ok(hash)),
+                Err(e) => (record, Err(e.into())),
+            },
+            Err(e) => {
+                let _ = self.store.rollback();
+                (record, Err(e))
             }
         }
     }
@@ -1070,10 +1304,24 @@ impl<S: SessionStore> Guardian<S> {
         params_v: &Value,
         provenance: Vec<Provenance>,
     ) -> Result<Hash, RpcError> {
+        self.append_step_with(session, method, params, params_v, provenance, None)
+    }
+
+    /// [`Self::append_step`] with an audit finding kept in the chain entry
+    /// (`findings`, e.g. an unresolved `request_id_ref`).
+    fn append_step_with(
+        &mut self,
+        session: &str,
+        method: &str,
+        params: &AcsParams,
+        params_v: &Value,
+        provenance: Vec<Provenance>,
+        finding: Option<Value>,
+    ) -> Result<Hash, RpcError> {
         let head = self.store.chain_head(session)?;
         let seq = head.map(|(n, _)| n).unwrap_or(0) + 1;
         let req_hash = step_request_hash(method, params_v);
-        let entry = context_entry(
+        let mut entry = context_entry(
             seq,
             &params.request_id,
             method,
@@ -1081,6 +1329,9 @@ impl<S: SessionStore> Guardian<S> {
             &params.timestamp,
             &provenance,
         );
+        if let (Some(f), Value::Object(m)) = (finding, &mut entry) {
+            m.insert("findings".into(), json!([f]));
+        }
         let canonical = canonicalize(&entry);
         let hash = chain::entry_hash_canonical(&canonical, head.as_ref().map(|(_, h)| h));
         self.store.append_chain(session, seq, &canonical, &hash)?;

@@ -172,6 +172,16 @@ pub trait SessionStore {
         }
         Ok(latest.into_values().collect())
     }
+    /// Whether the session recorded a step `step_id` of `method` (a
+    /// `steps/toolCallResult`'s `request_id_ref` resolves against the
+    /// session's `steps/toolCallRequest` records, hooks.md). The default
+    /// reads the session's steps; a store may answer from an index.
+    fn has_step(&mut self, session: &str, step_id: &str, method: &str) -> Result<bool, StoreError> {
+        Ok(self
+            .steps(session)?
+            .iter()
+            .any(|s| s.step_id == step_id && s.method == method))
+    }
     /// Chain head: number of entries and last hash.
     fn chain_head(&mut self, session: &str) -> Result<Option<(u64, Hash)>, StoreError>;
     /// Appends a chain entry.

@@ -842,3 +842,66 @@ fn tool_rules_deny_unregistered_and_listed_calls() {
     assert_eq!(call(&mut g, &other)["result"]["decision"], "allow");
     assert!(Policy::from_toml("[[tools.deny]]\ncommand = \"x\"\n").is_err());
 }
+
+#[test]
+fn unresolved_request_id_ref_is_recorded_and_denied_only_by_policy() {
+    let result = |r: &str| {
+        req(
+            "steps/toolCallResult",
+            json!({"execution_id": "e1", "exit_status": "success", "request_id_ref": r}),
+        )
+    };
+    let call_req = req(
+        "steps/toolCallRequest",
+        json!({"tool": {"name": "Read"}, "arguments": {}}),
+    );
+    let called = step_id(&call_req);
+    let never = "00000000-0000-4000-8000-999999999999";
+    let mut g = guardian();
+    assert_eq!(call(&mut g, &call_req)["result"]["decision"], "allow");
+
+    // Resolved: no finding.
+    let r = call(&mut g, &result(&called));
+    assert_eq!(r["result"]["decision"], "allow", "{r}");
+    assert!(r["result"].get("policy_data").is_none(), "{r}");
+
+    // Unresolved: allowed by default, recorded in the response and the chain entry.
+    let r = call(&mut g, &result(never));
+    assert_eq!(r["result"]["decision"], "allow", "{r}");
+    assert_eq!(
+        r["result"]["reason_codes"],
+        json!(["request_id_ref_unresolved"])
+    );
+    assert_eq!(
+        r["result"]["policy_data"]["audit_findings"][0]["request_id_ref"],
+        never
+    );
+    let entries = g.store_mut().chain_entries(SESSION);
+    let (last, _) = entries.last().unwrap();
+    let entry: Value = serde_json::from_str(last).unwrap();
+    assert_eq!(entry["findings"][0]["finding"], "request_id_ref_unresolved");
+    assert_eq!(entry["findings"][0]["request_id_ref"], never);
+    // A reference to a step that is not a toolCallRequest does not resolve.
+    let u = user("p-ref");
+    let uid = step_id(&u);
+    call(&mut g, &u);
+    let r = call(&mut g, &result(&uid));
+    assert_eq!(
+        r["result"]["reason_codes"],
+        json!(["request_id_ref_unresolved"])
+    );
+
+    // The policy may deny it; the record stays.
+    let policy = Policy::from_toml("[tools]\non_unresolved_ref = \"deny\"\n").unwrap();
+    let mut g = guardian_with(policy);
+    call(&mut g, &hello());
+    let r = call(&mut g, &result(never));
+    assert_eq!(r["result"]["decision"], "deny", "{r}");
+    assert_eq!(
+        r["result"]["reason_codes"],
+        json!(["request_id_ref_unresolved"])
+    );
+    assert!(r["result"]["chain_hash"].is_string());
+    let e = Policy::from_toml("[tools]\non_unresolved_ref = \"maybe\"\n").unwrap_err();
+    assert_eq!(e.key, "tools.on_unresolved_ref");
+}

@@ -5,7 +5,9 @@
 use super::{BlockStyle, HookOutput, Host, claude, codex, parse_hook_input, render};
 use mnemo_acs::model::Origin;
 use mnemo_guardian::decide::{Decision, EntryProvenance};
-use mnemo_guardian::protocol::{HostCompaction, Transport, trigger_from_host};
+use mnemo_guardian::protocol::{
+    HostCompaction, HostPostCompaction, HostPostRecord, Transport, trigger_from_host,
+};
 use mnemo_guardian_store::open::{GuardOptions, OpenError as ServeError, open_guardian};
 use sha2::{Digest, Sha256};
 use std::io::Read;
@@ -70,6 +72,7 @@ pub fn run_pre_compact(
             (open_guardian(&memory, Transport::Stdio, true)?, false)
         }
     };
+    let mut pending: Vec<String> = Vec::new();
     let (entries, bad) = match hook.transcript_path.as_deref() {
         Some(p) if !p.is_empty() => {
             let t = read_transcript(host, std::path::Path::new(p));
@@ -78,11 +81,28 @@ pub fn run_pre_compact(
                     "mnemo guardian: cannot read transcript {p} whole ({why}); what was not read counts as untrusted ({UNREAD})\n"
                 ));
             }
+            pending = t.pending_user_turns;
             (t.entries, t.bad)
         }
         _ => (Vec::new(), 0),
     };
     let trigger = trigger_from_host(hook.trigger.as_deref().unwrap_or("auto"));
+    // Codex's pre-turn compaction runs before the user's message of the
+    // turn is written: that message comes after the region (re-grounding,
+    // never summarised), so a deny ends on the turn the user ends it.
+    let after: Vec<EntryProvenance> = match (&hook.turn_id, hook.trigger.as_deref()) {
+        (Some(turn), Some("auto"))
+            if host == Host::Codex
+                && hook.agent_id.is_none()
+                && pending.iter().any(|p| p == turn) =>
+        {
+            vec![crate::entry(
+                format!("turn:{turn}"),
+                vec![(Origin::UserInput, Some("codex:user".to_string()))],
+            )]
+        }
+        _ => Vec::new(),
+    };
     let session_id = if hook.session_id.is_empty() {
         "unknown-session"
     } else {
@@ -97,6 +117,7 @@ pub fn run_pre_compact(
         },
         request_id: &request_id,
         entries: &entries,
+        after: &after,
         trigger,
     });
     let recorded = match recorded {
@@ -121,6 +142,137 @@ pub fn run_pre_compact(
     })
 }
 
+/// Result of one PostCompact recording.
+#[derive(Debug, Clone)]
+pub struct PostRecord {
+    /// What the Guardian recorded (the summary's provenance and trust).
+    pub record: HostPostRecord,
+    /// The step id and chain hash (hex) it was recorded under; `None`
+    /// when nothing was persisted (`--memory`, or a broken store).
+    pub recorded: Option<(String, String)>,
+    /// Notes for stderr.
+    pub notes: String,
+}
+
+/// Records a host's compaction as `steps/postCompact` (PostCompact hook
+/// input in `buf`): the summary is `agent_generated`, derived from the
+/// provenance ids of the entries the last allowed PreCompact of the
+/// session judged, so that trust carries across the compaction. Codex: the
+/// summary's id is [`codex::summary_id`] of the last `compacted` line's
+/// `message` (read from the end of the transcript); the next PreCompact
+/// derives the summary in the transcript from the same id. A summary
+/// whose line cannot be read gets an id no transcript names (its lineage
+/// is then unknown: untrusted by default). Claude Code: `compact_summary`
+/// (the caller's side; see `claude.rs`).
+pub fn run_post_compact_record(
+    host: Host,
+    opts: &GuardOptions,
+    buf: &[u8],
+) -> Result<PostRecord, ServeError> {
+    let hook = parse_hook_input(buf)
+        .map_err(|e| ServeError::Config(format!("hook input on stdin is not valid JSON: {e}")))?;
+    let mut notes = String::new();
+    let (mut guardian, persistent) = match open_guardian(opts, Transport::Stdio, true) {
+        Ok(g) => (g, !opts.memory),
+        Err(
+            e @ (ServeError::Policy { .. } | ServeError::PolicyRead { .. } | ServeError::Config(_)),
+        ) => return Err(e),
+        Err(e) => {
+            notes.push_str(&format!(
+                "mnemo guardian: session store unavailable, compaction not recorded: {e}\n"
+            ));
+            let memory = GuardOptions {
+                memory: true,
+                ..opts.clone()
+            };
+            (open_guardian(&memory, Transport::Stdio, true)?, false)
+        }
+    };
+    let session_id = if hook.session_id.is_empty() {
+        "unknown-session"
+    } else {
+        hook.session_id.as_str()
+    };
+    let request_id = fresh_request_id(session_id, 0);
+    let (prefix, unknown) = match host {
+        Host::ClaudeCode => ("claude-code", claude::PRIOR_COMPACTION),
+        Host::Codex => ("codex", codex::PRIOR_COMPACTION),
+    };
+    let message = match (host, hook.transcript_path.as_deref()) {
+        (Host::Codex, Some(p)) if !p.is_empty() => {
+            match last_compacted_message(std::path::Path::new(p)) {
+                Ok(Some(m)) => Some(m),
+                Ok(None) => {
+                    notes.push_str(&format!(
+                        "mnemo guardian: no compacted line in {p}; the summary's lineage cannot be linked\n"
+                    ));
+                    None
+                }
+                Err(e) => {
+                    notes.push_str(&format!(
+                        "mnemo guardian: cannot read {p} ({e}); the summary's lineage cannot be linked\n"
+                    ));
+                    None
+                }
+            }
+        }
+        _ => None,
+    };
+    let summary_id = match &message {
+        Some(m) => codex::summary_id(m),
+        None => format!("{prefix}:summary:unlinked-{request_id}"),
+    };
+    let (record, recorded) = guardian.post_compact_from_host(&HostPostCompaction {
+        session_id,
+        agent_id: prefix,
+        request_id: &request_id,
+        summary_id: &summary_id,
+        summary_source: &format!("{prefix}:compact-summary"),
+        unknown_lineage: unknown,
+    });
+    let recorded = match recorded {
+        Ok(_) if !persistent => None,
+        Ok(hash) => Some((request_id, mnemo_acs::chain::to_hex(&hash))),
+        Err(e) => {
+            notes.push_str(&format!(
+                "mnemo guardian: compaction not recorded: {}\n",
+                e.message
+            ));
+            None
+        }
+    };
+    if record.pre_compact.is_none() {
+        notes.push_str(&format!("mnemo guardian: {}\n", record.reasoning));
+    }
+    Ok(PostRecord {
+        record,
+        recorded,
+        notes,
+    })
+}
+
+/// The `message` of the last Codex `compacted` line of a rollout, read
+/// from the end (bounded by [`MAX_LINE`]).
+pub fn last_compacted_message(path: &std::path::Path) -> std::io::Result<Option<String>> {
+    use std::io::{BufRead, Seek, SeekFrom};
+    let mut file = std::fs::File::open(path)?;
+    let Some(start) = last_boundary(&mut file, b"\"compacted\"", Host::Codex)? else {
+        return Ok(None);
+    };
+    file.seek(SeekFrom::Start(start))?;
+    let mut line = Vec::new();
+    std::io::BufReader::new(&mut file)
+        .take(MAX_LINE as u64)
+        .read_until(b'\n', &mut line)?;
+    let v: serde_json::Value = serde_json::from_slice(&line)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+    let payload = v.get("payload").unwrap_or(&v);
+    Ok(payload
+        .get("message")
+        .and_then(serde_json::Value::as_str)
+        .map(str::to_string))
+}
+
 /// What was read of a transcript.
 #[derive(Debug, Default)]
 pub struct Transcript {
@@ -133,6 +285,9 @@ pub struct Transcript {
     pub problems: Vec<String>,
     /// Byte offset the forward read started at.
     pub start: u64,
+    /// Codex: turns a user started whose message is not written yet
+    /// ([`codex::Mapper::pending_user_turn`]).
+    pub pending_user_turns: Vec<String>,
 }
 
 fn unread() -> EntryProvenance {
@@ -287,7 +442,10 @@ pub fn read_transcript_with(
             }
             (e, bad)
         }
-        AnyMapper::Codex(m) => m.finish(),
+        AnyMapper::Codex(m) => {
+            t.pending_user_turns = m.pending_user_turns();
+            m.finish()
+        }
     };
     if !problems.is_empty() {
         // Fail closed at the end (a re-grounding before it does not end it).

@@ -16,6 +16,8 @@
 
 pub mod claude;
 pub mod codex;
+pub mod install;
+pub mod install_codex;
 pub mod io;
 pub mod trail_hook;
 
@@ -50,6 +52,9 @@ pub struct HookInput {
     /// Codex: model.
     #[serde(default)]
     pub model: Option<String>,
+    /// Codex: set for a subagent's hook.
+    #[serde(default)]
+    pub agent_id: Option<String>,
 }
 
 /// Parses a hook input.

@@ -204,19 +204,29 @@ fn str_of<'a>(v: &'a serde_json::Value, k: &str) -> &'a str {
 
 /// PostCompact. Claude Code: checks `compact_summary` against the stored
 /// trail and keeps the check for SessionStart (prints nothing on stdout).
-/// Codex (no summary): answers the whole stored trail as `systemMessage`.
+/// Codex (no summary): records the compaction as `steps/postCompact` with
+/// the lineage of what it folded ([`crate::io::run_post_compact_record`]),
+/// then answers the whole stored trail as `systemMessage`.
 pub fn run_post_compact(
     host: Host,
     opts: &GuardOptions,
     input: impl Read,
 ) -> Result<EventOutput, OpenError> {
-    let v = read_input(input)?;
+    let mut buf = Vec::new();
+    input.take(MAX_HOOK_INPUT).read_to_end(&mut buf)?;
+    let v = read_input(&buf[..])?;
     let session = str_of(&v, "session_id");
     let mut out = EventOutput {
         stdout: String::new(),
         stderr: String::new(),
         check: None,
     };
+    if host == Host::Codex {
+        // The compaction and the lineage of what it folded, so that trust
+        // carries across it (steps/postCompact).
+        let rec = crate::io::run_post_compact_record(host, opts, &buf)?;
+        out.stderr.push_str(&rec.notes);
+    }
     let Some(trail) = load_trail(opts, session) else {
         return Ok(out);
     };

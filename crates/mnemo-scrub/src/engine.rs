@@ -493,8 +493,14 @@ fn looks_like_code(hay: &[u8], s: usize, e: usize) -> bool {
     spaced && letters_only && identifier_shape(v)
 }
 
+/// Longest acronym inside a camel-case name (`CF` of `CFStringRef`, `URL`
+/// of `parseURL`).
+const MAX_ACRONYM: usize = 4;
+
 /// snake_case, lowercase, camelCase / PascalCase with humps of 2+ lowercase
-/// letters, or CONSTANT_CASE.
+/// letters (an acronym of up to four capitals may precede a hump or end the
+/// name: `CFStringRef`, `NSString`, `CFIndex`, `parseURL`), or
+/// CONSTANT_CASE.
 fn identifier_shape(v: &[u8]) -> bool {
     if v.is_empty() {
         return false;
@@ -504,18 +510,25 @@ fn identifier_shape(v: &[u8]) -> bool {
     if no_upper || no_lower {
         return true;
     }
-    // camel / Pascal: every uppercase letter is followed by >= 2 lowercase
+    // camel / Pascal: every hump is a capital and >= 2 lowercase letters
     let mut i = 0;
     while i < v.len() {
         if v[i].is_ascii_uppercase() {
-            let run = v[i + 1..]
+            let caps = v[i..].iter().take_while(|b| b.is_ascii_uppercase()).count();
+            let run = v[i + caps..]
                 .iter()
                 .take_while(|b| b.is_ascii_lowercase())
                 .count();
-            if run < 2 {
+            if i + caps == v.len() {
+                // a trailing acronym (`parseURL`)
+                return caps <= MAX_ACRONYM;
+            }
+            // the last capital of a run begins the hump; the ones before
+            // it are an acronym
+            if run < 2 || caps - 1 > MAX_ACRONYM {
                 return false;
             }
-            i += 1 + run;
+            i += caps + run;
         } else {
             i += 1;
         }

@@ -24,6 +24,15 @@ expectation file.
   the session key derived here, independently of mnemo (RFC 5869 HKDF-SHA256,
   empty salt, info = session_id, 32 bytes); one that does not is SIG-FAIL.
 
+* The expectation file has a fourth column, the reason a row does not
+  PASS (client, record, not-implemented, contradiction, by-design); a row
+  that does not pass without a reason fails the run. `corpus*` marks the
+  members the standard's reference runner sends; they are counted apart.
+* Own members may keep their Guardian's state in SQLite (`runner.store`)
+  and restart it between steps (`{"restart": true}`), send a body nested
+  past any parser (`raw_nested_depth`), and check each answer (`expect`:
+  code, decision, reason codes, JSON pointers, `chain_advances`).
+
 Standard library only. Exit status: 0 when every row matches the
 expectation file, 1 on any difference, 2 when it could not run.
 """
@@ -106,9 +115,14 @@ def response_signature_ok(resp: dict, session: str, secret: bytes, key_id: str) 
 class Guardian:
     """One `mnemo guard http|stdio --memory` process."""
 
-    def __init__(self, mnemo: str, transport: str, policy: str, keys: dict, clock: str, tmp: Path):
+    def __init__(self, mnemo: str, transport: str, policy: str, keys: dict, clock: str, tmp: Path,
+                 store: str = "memory", fresh: bool = True):
         self.transport = transport
+        self.spawn_args = (mnemo, transport, policy, keys, clock, tmp, store, False)
         tmp.mkdir(parents=True, exist_ok=True)
+        if fresh:  # a store left by an earlier run would replay this one
+            for f in tmp.glob("guardian.sqlite3*"):
+                f.unlink()
         pol = tmp / "policy.toml"
         env = dict(os.environ)
         lines = [policy.rstrip(), ""] if policy else []
@@ -118,7 +132,10 @@ class Guardian:
             lines += ["[[guardian.hmac_keys]]", f'key_id = "{label}"', f'env = "{var}"', 'encoding = "hex"', ""]
         pol.write_text("\n".join(lines))
         env["MNEMO_GUARD_NOW"] = clock
-        args = [mnemo, "--quiet", "guard", transport, "--memory", "--policy", str(pol)]
+        # A member that restarts its Guardian keeps its state in a SQLite
+        # file (ACS §10.3: replay memory survives a restart).
+        where = ["--memory"] if store == "memory" else ["--store", str(tmp / "guardian.sqlite3")]
+        args = [mnemo, "--quiet", "guard", transport, *where, "--policy", str(pol)]
         if transport == "http":
             with socket.socket() as s:
                 s.bind(("127.0.0.1", 0))
@@ -140,8 +157,12 @@ class Guardian:
             self.proc = subprocess.Popen(args, env=env, stdin=subprocess.PIPE,
                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
-    def send(self, envelope: dict) -> dict:
-        body = json.dumps(envelope).encode()
+    def restart(self) -> "Guardian":
+        self.close()
+        return Guardian(*self.spawn_args)
+
+    def send(self, envelope) -> dict:
+        body = envelope if isinstance(envelope, bytes) else json.dumps(envelope).encode()
         if self.transport == "http":
             rq = urllib.request.Request(f"http://127.0.0.1:{self.port}/acs", data=body,
                                         headers={"content-type": "application/json"})
@@ -293,7 +314,14 @@ def plan_corpus(member: dict, transport: str) -> dict:
             else:
                 env = sign(env, "k1", RUNNER_SECRET)
         out.append({"env": env, "setup": False, "key": "k1" if "signature" in env["params"] else None})
-    return {"policy": "[guardian]\nrequire_provenance = false\n", "keys": keys, "clock": clock, "requests": out}
+    policy = "[guardian]\nrequire_provenance = false\n"
+    intent = p.get("intent") if isinstance(p.get("intent"), dict) else {}
+    if intent.get("scope_mode") == "strict" and isinstance(intent.get("parsed"), list):
+        # The member's fixed, strict Intent is deployment state the request
+        # does not carry; mnemo has no IBAC, so its deployment policy stands
+        # in: only the intent's capabilities (as tool names) are registered.
+        policy += "[tools]\nregistered = " + json.dumps([str(c) for c in intent["parsed"]]) + "\n"
+    return {"policy": policy, "keys": keys, "clock": clock, "requests": out}
 
 
 def plan_own(member: dict, transport: str) -> dict:
@@ -301,13 +329,25 @@ def plan_own(member: dict, transport: str) -> dict:
     keys = {k: bytes.fromhex(v) for k, v in run.get("keys", {}).items()}
     out = []
     for st in member["payload"]["steps"]:
+        if st.get("restart"):
+            # Stop the Guardian and start it again on the same store.
+            out.append({"restart": True})
+            continue
+        if "raw_nested_depth" in st:
+            # A body nested past any parser's stack: built here, never parsed here.
+            d = int(st["raw_nested_depth"])
+            env = (b'{"jsonrpc":"2.0","id":1,"method":"steps/userMessage","params":'
+                   + b"[" * d + b"]" * d + b"}")
+            out.append({"env": env, "setup": False, "key": None, "expect": st.get("expect")})
+            continue
         env = fill(json.loads(json.dumps(st["request"])), transport)
         label = st.get("sign", run.get("sign"))
         if label and not st.get("unsigned"):
             env = sign(env, label, keys[label], corrupt=st.get("corrupt", False))
         out.append({"env": env, "setup": False, "key": label if label in keys and not st.get("unsigned") else None,
                     "expect": fill(st.get("expect"), transport)})
-    return {"policy": run.get("policy", ""), "keys": keys, "clock": run["clock"], "requests": out}
+    return {"policy": run.get("policy", ""), "keys": keys, "clock": run["clock"], "requests": out,
+            "store": run.get("store", "memory")}
 
 
 # ---- scoring ---------------------------------------------------------------
@@ -333,21 +373,36 @@ def describe(o: dict) -> str:
     return "no answer"
 
 
-def step_expect_ok(exp: dict | None, resp: dict) -> bool:
+def step_expect_ok(exp: dict | None, resp: dict, previous_chain: str | None) -> bool:
     if not exp:
         return True
+    if "http_status" in exp and resp.get("http_status") != exp["http_status"]:
+        return False
+    if exp.get("jsonrpc_answer") and not (resp.get("jsonrpc") == "2.0" and ("result" in resp or "error" in resp)):
+        return False
     if "code" in exp and resp.get("error", {}).get("code") != exp["code"]:
         return False
     res = resp.get("result") if isinstance(resp.get("result"), dict) else {}
     if "decision" in exp and res.get("decision") != exp["decision"]:
         return False
+    if exp.get("chain_advances"):
+        # ACS §8.6: the response publishes the new chain head, and it moved.
+        head = res.get("chain_hash")
+        if not (isinstance(head, str) and len(head) == 64 and head != previous_chain):
+            return False
     for c in exp.get("reason_codes_include", []):
         if c not in (res.get("reason_codes") or []):
+            return False
+    for c in exp.get("reason_codes_exclude", []):
+        if c in (res.get("reason_codes") or []):
             return False
     for ptr, want in exp.get("result", {}).items():
         cur = res
         for part in ptr.strip("/").split("/"):
-            cur = cur.get(part) if isinstance(cur, dict) else None
+            if isinstance(cur, list) and part.isdigit():
+                cur = cur[int(part)] if int(part) < len(cur) else None
+            else:
+                cur = cur.get(part) if isinstance(cur, dict) else None
         if cur != want:
             return False
     return True
@@ -355,18 +410,25 @@ def step_expect_ok(exp: dict | None, resp: dict) -> bool:
 
 def run_member(mnemo: str, member: dict, own: bool, transport: str, tmp: Path) -> tuple[str, str]:
     plan = plan_own(member, transport) if own else plan_corpus(member, transport)
-    g = Guardian(mnemo, transport, plan["policy"], plan["keys"], plan["clock"], tmp)
+    g = Guardian(mnemo, transport, plan["policy"], plan["keys"], plan["clock"], tmp, plan.get("store", "memory"))
     obs, sig_fail, step_fail = [], False, False
+    chain = None
     try:
         for rq in plan["requests"]:
+            if rq.get("restart"):
+                g = g.restart()
+                continue
             resp = g.send(rq["env"])
             label = rq["key"]
             if label and plan["keys"].get(label) is not None:
-                session = rq["env"]["params"]["metadata"]["session_id"]
+                session = rq["env"]["params"]["metadata"]["session_id"]  # signed: always a dict
                 if not response_signature_ok(resp, session, plan["keys"][label], label):
                     sig_fail = True
-            if not step_expect_ok(rq.get("expect"), resp):
+            if not step_expect_ok(rq.get("expect"), resp, chain):
                 step_fail = True
+            res = resp.get("result")
+            if isinstance(res, dict) and isinstance(res.get("chain_hash"), str):
+                chain = res["chain_hash"]
             if not rq["setup"]:
                 obs.append(observe(resp))
     finally:
@@ -393,6 +455,14 @@ def run_member(mnemo: str, member: dict, own: bool, transport: str, tmp: Path) -
     return "PASS", got
 
 
+def reference_sendable(member: dict) -> bool:
+    """Whether the standard's own runner (`run-acs-core-vectors.py`) puts the
+    member on the wire: every step in the corpus's older shorthand, whose
+    methods it maps (`hooks/toolCallRequest`, `handshake/hello`)."""
+    steps = steps_of(member)
+    return bool(steps) and all(s["request"].get("method") in LEGACY_METHODS for s in steps)
+
+
 def load_members(corpus: Path | None, own: Path) -> list[tuple[dict, bool]]:
     out = []
     if corpus:
@@ -406,6 +476,11 @@ def load_members(corpus: Path | None, own: Path) -> list[tuple[dict, bool]]:
     return out
 
 
+HEADER = ("# vector id\thttp\tstdio\treason (statuses written by run_vectors.py --update, reasons "
+          "kept; a change here is a reviewed change; every row that does not PASS names its reason, "
+          "see docs/guardian.md)")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--mnemo", required=True)
@@ -413,18 +488,25 @@ def main() -> int:
     ap.add_argument("--own", type=Path, required=True)
     ap.add_argument("--expected", type=Path, required=True)
     ap.add_argument("--tmp", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / f"mnemo-acs-{os.getpid()}")
-    ap.add_argument("--update", action="store_true", help="rewrite the expectation file")
+    ap.add_argument("--only", action="append", default=[], help="run only this member id (repeatable)")
+    ap.add_argument("--update", action="store_true", help="rewrite the statuses of the expectation file")
     a = ap.parse_args()
     if a.corpus and not (a.corpus / "MANIFEST.json").is_file():
         print(f"run_vectors: no MANIFEST.json under {a.corpus}", file=sys.stderr)
         return 2
     members = load_members(a.corpus, a.own)
-    expected = {}
+    if a.only:
+        members = [(m, o) for m, o in members if m["id"] in a.only]
+    expected, reasons = {}, {}
     if a.expected.is_file():
-        for line in a.expected.read_text().splitlines():
+        for n, line in enumerate(a.expected.read_text().splitlines(), 1):
             if line and not line.startswith("#"):
                 cols = line.split("\t")
+                if len(cols) < 3:
+                    print(f"run_vectors: {a.expected}:{n}: expected id, http, stdio[, reason]", file=sys.stderr)
+                    return 2
                 expected[cols[0]] = (cols[1], cols[2])
+                reasons[cols[0]] = cols[3] if len(cols) > 3 else ""
     rows, drift = [], []
     for m, own in members:
         got = {}
@@ -432,33 +514,45 @@ def main() -> int:
             got[t] = run_member(a.mnemo, m, own, t, a.tmp / m["id"] / t)
         e = m["expected"]
         exp = e["verdict"] + (f" {e['code']} ({e['codeValue']})" if e.get("code") else "")
-        rows.append((m["id"], "own" if own else "corpus", m.get("family", ""), exp, got))
+        ref = (not own) and reference_sendable(m)
+        rows.append((m["id"], "own" if own else ("corpus*" if ref else "corpus"), m.get("family", ""), exp, got))
         want = expected.get(m["id"])  # rows of members not run here are not compared
         now = (got["http"][0], got["stdio"][0])
         if want != now:
             drift.append((m["id"], want, now))
-    print("| vector | source | family | expected | got (http) | status | got (stdio) | status |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("corpus* = a member the standard's reference runner sends; reason: from expected.tsv")
+    print()
+    print("| vector | source | family | expected | got (http) | status | got (stdio) | status | reason |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for vid, src, fam, exp, got in rows:
         print(f"| {vid} | {src} | {fam} | {exp} | {got['http'][1]} | {got['http'][0]} | "
-              f"{got['stdio'][1]} | {got['stdio'][0]} |")
+              f"{got['stdio'][1]} | {got['stdio'][0]} | {reasons.get(vid, '')} |")
     for t in ("http", "stdio"):
-        for src in ("corpus", "own"):
-            sel = [r for r in rows if r[1] == src]
+        for src in ("corpus*", "corpus", "own"):
+            sel = [r for r in rows if r[1] == src or (src == "corpus" and r[1] == "corpus*")]
             counts: dict[str, int] = {}
             for r in sel:
                 counts[r[4][t][0]] = counts.get(r[4][t][0], 0) + 1
-            print(f"{t} {src}: {len(sel)} members: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+            name = {"corpus*": "corpus, sent by the reference runner", "corpus": "corpus, on the wire",
+                    "own": "own"}[src]
+            print(f"{t} {name}: {len(sel)} members: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    unexplained = [r[0] for r in rows
+                   if any(r[4][t][0] not in ("PASS", "UNMEASURABLE") for t in ("http", "stdio"))
+                   and not reasons.get(r[0])]
     if a.update:
         for r in rows:
             expected[r[0]] = (r[4]["http"][0], r[4]["stdio"][0])
-        lines = ["# vector id\thttp\tstdio (written by run_vectors.py --update; a change here is a reviewed change)"]
-        lines += [f"{k}\t{v[0]}\t{v[1]}" for k, v in sorted(expected.items())]
+        lines = [HEADER]
+        lines += [f"{k}\t{v[0]}\t{v[1]}" + (f"\t{reasons[k]}" if reasons.get(k) else "")
+                  for k, v in sorted(expected.items())]
         a.expected.write_text("\n".join(lines) + "\n")
-        return 0
+    for vid in unexplained:
+        print(f"NO REASON {vid}: a row that does not PASS needs a reason in {a.expected}", file=sys.stderr)
+    if a.update:
+        return 1 if unexplained else 0
     for vid, was, now in drift:
         print(f"DRIFT {vid}: expected {was}, got {now}", file=sys.stderr)
-    return 1 if drift else 0
+    return 1 if drift or unexplained else 0
 
 
 if __name__ == "__main__":
