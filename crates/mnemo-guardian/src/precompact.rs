@@ -126,8 +126,7 @@ pub fn decide_pre_compact_full_scan(
     steps: &[StepRecord],
     pc: &PreCompact,
 ) -> PreCompactDecision {
-    let by_id: HashMap<&str, &StepRecord> =
-        steps.iter().map(|s| (s.step_id.as_str(), s)).collect();
+    let by_id: HashMap<&str, &StepRecord> = steps.iter().map(|s| (s.step_id.as_str(), s)).collect();
     let (last_seq, entries, unrecorded) = region_entries(policy, pc, &by_id);
     let after: Vec<EntryProvenance> = match last_seq {
         Some(seq) => steps
@@ -250,8 +249,7 @@ pub fn decide_pre_compact<S: SessionStore + ?Sized>(
     ids.sort_unstable();
     ids.dedup();
     let found = store.steps_by_id(session, &ids)?;
-    let by_id: HashMap<&str, &StepRecord> =
-        found.iter().map(|s| (s.step_id.as_str(), s)).collect();
+    let by_id: HashMap<&str, &StepRecord> = found.iter().map(|s| (s.step_id.as_str(), s)).collect();
     let (last_seq, entries, unrecorded) = region_entries(policy, pc, &by_id);
     let mut lineage = Lineage::new(policy, last_seq, &entries);
     // The newest step after the region that re-grounds, if any.
@@ -280,7 +278,11 @@ pub fn decide_pre_compact<S: SessionStore + ?Sized>(
             }
         }
     }
-    lineage.reach(store, session, entries.iter().flat_map(|e| e.provenance.iter()))?;
+    lineage.reach(
+        store,
+        session,
+        entries.iter().flat_map(|e| e.provenance.iter()),
+    )?;
     let decision = decide_compaction_with(
         policy,
         &input(pc, &entries, &after, &[]),

@@ -5,12 +5,12 @@
 use crate::chain::{self, Hash};
 use crate::decide::{CompactionInput, Decision, EntryProvenance, TrustResolver, decide_compaction};
 use crate::jcs::canonicalize;
-use crate::precompact::{PreCompactDecision, decide_pre_compact};
 use crate::model::{
     self, ACS_VERSION, AcsParams, ClientHello, Origin, PostCompact, PreCompact, Provenance,
     Trigger, Verdict,
 };
 use crate::policy::{DecisionFailure, Policy, Trust, glob_match};
+use crate::precompact::{PreCompactDecision, decide_pre_compact};
 use crate::store::{CompactionRecord, SessionHandshake, SessionStore, StepRecord, StoreError};
 use crate::validate::{self, ValidationError};
 use mnemo_acs::sign::{self, SignatureError};
@@ -820,24 +820,6 @@ impl<S: SessionStore> Guardian<S> {
         if pc.pre_compact_provenance_summary.is_none() && !unrecorded.is_empty() {
             codes_extra.push("unrecorded_entries".to_string());
         }
-<<<<<<< HEAD
-        let hash = self.record_pre_compact(session, method, params, params_v, &pc, &d)?;
-=======
-        let known: Vec<Provenance> = steps
-            .iter()
-            .flat_map(|s| s.provenance.iter().cloned())
-            .collect();
-        let d = decide_compaction(
-            &self.policy,
-            &CompactionInput {
-                entries: &entries,
-                after: &after,
-                known: &known,
-                trigger: pc.triggered_by,
-                estimated_input_tokens: pc.estimated_input_tokens,
-                target_summary_tokens: pc.target_summary_tokens,
-            },
-        );
         let record = CompactionRecord {
             step_id: params.request_id.clone(),
             entries: pc.entries_to_compact.clone(),
@@ -845,7 +827,6 @@ impl<S: SessionStore> Guardian<S> {
         };
         let hash =
             self.record_pre_compact(session, method, params, params_v, record, Vec::new())?;
->>>>>>> main
         let mut reason_codes = d.reason_codes.clone();
         reason_codes.extend(codes_extra);
         let mut policy_data = d.policy_data.clone();

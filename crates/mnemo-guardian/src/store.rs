@@ -311,10 +311,16 @@ impl SessionStore for MemoryStore {
         let Some(s) = self.sessions.get(session) else {
             return Ok(Vec::new());
         };
-        let mut at: Vec<usize> = ids.iter().filter_map(|id| s.by_step_id.get(*id).copied()).collect();
+        let mut at: Vec<usize> = ids
+            .iter()
+            .filter_map(|id| s.by_step_id.get(*id).copied())
+            .collect();
         at.sort_unstable();
         at.dedup();
-        Ok(at.into_iter().filter_map(|i| s.steps.get(i).cloned()).collect())
+        Ok(at
+            .into_iter()
+            .filter_map(|i| s.steps.get(i).cloned())
+            .collect())
     }
     fn steps_with_origin(
         &mut self,
@@ -335,14 +341,19 @@ impl SessionStore for MemoryStore {
         for o in origins {
             if let Some(list) = s.by_origin.get(o) {
                 let end = list.partition_point(|&i| i < hi);
-                let start = list.partition_point(|&i| i < lo).max(end.saturating_sub(limit));
+                let start = list
+                    .partition_point(|&i| i < lo)
+                    .max(end.saturating_sub(limit));
                 at.extend_from_slice(&list[start..end]);
             }
         }
         at.sort_unstable_by(|a, b| b.cmp(a));
         at.dedup();
         at.truncate(limit);
-        Ok(at.into_iter().filter_map(|i| s.steps.get(i).cloned()).collect())
+        Ok(at
+            .into_iter()
+            .filter_map(|i| s.steps.get(i).cloned())
+            .collect())
     }
     fn latest_nodes(
         &mut self,

@@ -76,19 +76,17 @@ fn node() -> impl Strategy<Value = Provenance> {
 }
 
 fn steps() -> impl Strategy<Value = Vec<StepRecord>> {
-    prop::collection::vec((0..12u8, prop::collection::vec(node(), 0..4)), 0..40).prop_map(
-        |v| {
-            v.into_iter()
-                .enumerate()
-                .map(|(i, (id, provenance))| StepRecord {
-                    seq: i as u64 + 1,
-                    step_id: format!("s{id}"),
-                    method: "steps/toolCallResult".into(),
-                    provenance,
-                })
-                .collect()
-        },
-    )
+    prop::collection::vec((0..12u8, prop::collection::vec(node(), 0..4)), 0..40).prop_map(|v| {
+        v.into_iter()
+            .enumerate()
+            .map(|(i, (id, provenance))| StepRecord {
+                seq: i as u64 + 1,
+                step_id: format!("s{id}"),
+                method: "steps/toolCallResult".into(),
+                provenance,
+            })
+            .collect()
+    })
 }
 
 fn request() -> impl Strategy<Value = PreCompact> {
