@@ -183,9 +183,48 @@ fn exit_data(policy: &Policy) -> Value {
     })
 }
 
+/// Whether an entry re-grounds the session: it carries provenance, all of
+/// it trusted, and at least one node of a re-grounding origin.
+pub fn entry_regrounds(
+    policy: &Policy,
+    resolver: &mut TrustResolver<'_>,
+    entry: &EntryProvenance,
+) -> bool {
+    !entry.provenance.is_empty()
+        && entry
+            .provenance
+            .iter()
+            .all(|p| resolver.trust(p) == Trust::Trusted)
+        && entry
+            .provenance
+            .iter()
+            .any(|p| policy.regrounding.contains(&p.origin))
+}
+
 /// Decides a compaction: trigger rule, magnitude rule, then cumulative taint
 /// since the last re-grounding (AARM). A deny always names what ends it.
+/// Lineage ids resolve against `known`, then the entries, then `after`
+/// (a later node with the same id wins).
 pub fn decide_compaction(policy: &Policy, input: &CompactionInput<'_>) -> Decision {
+    let resolver = TrustResolver::new(
+        policy,
+        input
+            .known
+            .iter()
+            .chain(input.entries.iter().flat_map(|e| e.provenance.iter()))
+            .chain(input.after.iter().flat_map(|e| e.provenance.iter())),
+    );
+    decide_compaction_with(policy, input, resolver)
+}
+
+/// [`decide_compaction`] with lineage resolved by `resolver` instead of
+/// the input's nodes: for a caller that has looked up, from an index, the
+/// node each lineage id resolves to (`input.known` is then unused).
+pub fn decide_compaction_with<'a>(
+    policy: &'a Policy,
+    input: &CompactionInput<'_>,
+    mut resolver: TrustResolver<'a>,
+) -> Decision {
     let manual_ok = input.trigger == Trigger::Manual && policy.manual_override;
     let trigger_rule = policy
         .triggers
@@ -256,14 +295,6 @@ pub fn decide_compaction(policy: &Policy, input: &CompactionInput<'_>) -> Decisi
     }
 
     // Cumulative taint since the last re-grounding.
-    let mut resolver = TrustResolver::new(
-        policy,
-        input
-            .known
-            .iter()
-            .chain(input.entries.iter().flat_map(|e| e.provenance.iter()))
-            .chain(input.after.iter().flat_map(|e| e.provenance.iter())),
-    );
     let mut window_start: Option<usize> = None; // index into entries
     let mut window_ids: Vec<&str> = Vec::new();
     let mut window_seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
@@ -281,15 +312,12 @@ pub fn decide_compaction(policy: &Policy, input: &CompactionInput<'_>) -> Decisi
         if entry.provenance.is_empty() {
             continue;
         }
-        let all_trusted = entry
-            .provenance
-            .iter()
-            .all(|p| resolver.trust(p) == Trust::Trusted);
-        let regrounds = all_trusted
-            && entry
+        let regrounds = entry_regrounds(policy, &mut resolver, entry);
+        let all_trusted = regrounds
+            || entry
                 .provenance
                 .iter()
-                .any(|p| policy.regrounding.contains(&p.origin));
+                .all(|p| resolver.trust(p) == Trust::Trusted);
         if regrounds {
             if window_start.is_some() {
                 regrounded_after_taint = true;

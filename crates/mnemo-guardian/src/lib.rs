@@ -4,7 +4,8 @@
 //! Guardian for `steps/preCompact` and `steps/postCompact`.
 //!
 //! **Owns:** the local trust and compaction policy ([`policy`]), the
-//! compaction decision and its in-process API ([`decide`]), the JSON-RPC core
+//! compaction decision and its in-process API ([`decide`]), the preCompact
+//! decision read through the store's indexes ([`precompact`]), the JSON-RPC core
 //! with its envelope checks and session bookkeeping ([`protocol`]), and the
 //! [`SessionStore`] trait with an in-memory store ([`store`]). The standard's
 //! model, validation, canonical JSON and hash chain come from `mnemo-acs` and
@@ -20,6 +21,7 @@
 
 pub mod decide;
 pub mod policy;
+pub mod precompact;
 pub mod protocol;
 pub mod store;
 

@@ -10,12 +10,13 @@ use crate::model::{
     Trigger, Verdict,
 };
 use crate::policy::{DecisionFailure, Policy, Trust, glob_match};
+use crate::precompact::{PreCompactDecision, decide_pre_compact};
 use crate::store::{CompactionRecord, SessionHandshake, SessionStore, StepRecord, StoreError};
 use crate::validate::{self, ValidationError};
 use mnemo_acs::sign::{self, SignatureError};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 pub use mnemo_acs::sign::{base64_decode, base64_encode, session_key};
 
@@ -809,84 +810,16 @@ impl<S: SessionStore> Guardian<S> {
         session: &str,
     ) -> Result<Value, RpcError> {
         let pc: PreCompact = typed(payload_of(params_v))?;
-        let steps = self.store.steps(session)?;
-        let by_id: HashMap<&str, &StepRecord> =
-            steps.iter().map(|s| (s.step_id.as_str(), s)).collect();
-        let mut region: Vec<&StepRecord> = Vec::new();
-        let mut unrecorded = Vec::new();
-        for id in &pc.entries_to_compact {
-            match by_id.get(id.as_str()) {
-                Some(s) if !region.iter().any(|r| r.seq == s.seq) => region.push(s),
-                Some(_) => {}
-                None => unrecorded.push(id.clone()),
-            }
-        }
-        region.sort_by_key(|s| s.seq);
-        let last_seq = region.last().map(|s| s.seq);
-        let mut entries: Vec<EntryProvenance> = region
-            .iter()
-            .map(|s| EntryProvenance {
-                step_id: s.step_id.clone(),
-                provenance: s.provenance.clone(),
-            })
-            .collect();
-        let after: Vec<EntryProvenance> = match last_seq {
-            Some(seq) => steps
-                .iter()
-                .filter(|s| s.seq > seq)
-                .map(|s| EntryProvenance {
-                    step_id: s.step_id.clone(),
-                    provenance: s.provenance.clone(),
-                })
-                .collect(),
-            None => Vec::new(),
-        };
+        // Reads the region, the newest re-grounding after it and the
+        // lineage it reaches through the store's indexes, not every step.
+        let PreCompactDecision {
+            decision: d,
+            unrecorded,
+        } = decide_pre_compact(&mut self.store, &self.policy, session, &pc)?;
         let mut codes_extra = Vec::new();
-        if let Some(summary) = &pc.pre_compact_provenance_summary {
-            // The summary's origin facts, placed last so that a re-grounding
-            // can only come from a recorded step after the region.
-            for o in summary.origins_seen.iter().flatten() {
-                let step = summary
-                    .earliest_step_id_by_origin
-                    .as_ref()
-                    .and_then(|m| m.get(o.as_str()).cloned())
-                    .unwrap_or_else(|| format!("summary:{}", o.as_str()));
-                if *o != Origin::AgentGenerated && self.policy.regrounding.contains(o) {
-                    continue; // cannot know whether it came after the untrusted entries
-                }
-                entries.push(EntryProvenance::single(
-                    step,
-                    Provenance::new(format!("summary:{}", o.as_str()), *o, None),
-                ));
-            }
-        } else if !unrecorded.is_empty() {
+        if pc.pre_compact_provenance_summary.is_none() && !unrecorded.is_empty() {
             codes_extra.push("unrecorded_entries".to_string());
-            for id in &unrecorded {
-                entries.push(EntryProvenance::single(
-                    id.clone(),
-                    Provenance::new(
-                        format!("unrecorded:{id}"),
-                        Origin::External,
-                        Some("unrecorded-step"),
-                    ),
-                ));
-            }
         }
-        let known: Vec<Provenance> = steps
-            .iter()
-            .flat_map(|s| s.provenance.iter().cloned())
-            .collect();
-        let d = decide_compaction(
-            &self.policy,
-            &CompactionInput {
-                entries: &entries,
-                after: &after,
-                known: &known,
-                trigger: pc.triggered_by,
-                estimated_input_tokens: pc.estimated_input_tokens,
-                target_summary_tokens: pc.target_summary_tokens,
-            },
-        );
         let record = CompactionRecord {
             step_id: params.request_id.clone(),
             entries: pc.entries_to_compact.clone(),

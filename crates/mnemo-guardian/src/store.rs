@@ -5,8 +5,8 @@
 //! `mnemo_guardian_store::SqliteStore` is the default, in a file.
 
 use crate::chain::Hash;
-use crate::model::{Provenance, Verdict};
-use std::collections::HashMap;
+use crate::model::{Origin, Provenance, Verdict};
+use std::collections::{BTreeSet, HashMap};
 
 /// A storage failure.
 #[derive(Debug, thiserror::Error)]
@@ -116,6 +116,62 @@ pub trait SessionStore {
     fn record_step(&mut self, session: &str, step: &StepRecord) -> Result<(), StoreError>;
     /// All steps of a session, in order.
     fn steps(&mut self, session: &str) -> Result<Vec<StepRecord>, StoreError>;
+    /// For each of `ids`, the latest recorded step with that step id (ids
+    /// never recorded have none), in any order. A store indexes it; the
+    /// default reads every step.
+    fn steps_by_id(&mut self, session: &str, ids: &[&str]) -> Result<Vec<StepRecord>, StoreError> {
+        let mut latest: HashMap<String, StepRecord> = HashMap::new();
+        for st in self.steps(session)? {
+            if ids.contains(&st.step_id.as_str()) {
+                latest.insert(st.step_id.clone(), st);
+            }
+        }
+        Ok(latest.into_values().collect())
+    }
+    /// The steps numbered above `after` and below `before` (unbounded when
+    /// `None`) that carry a provenance node of one of `origins`, newest
+    /// first, at most `limit`. A store indexes it; the default reads every
+    /// step.
+    fn steps_with_origin(
+        &mut self,
+        session: &str,
+        origins: &[Origin],
+        after: u64,
+        before: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<StepRecord>, StoreError> {
+        let mut out: Vec<StepRecord> = self
+            .steps(session)?
+            .into_iter()
+            .filter(|st| {
+                st.seq > after
+                    && before.is_none_or(|b| st.seq < b)
+                    && st.provenance.iter().any(|p| origins.contains(&p.origin))
+            })
+            .collect();
+        out.reverse();
+        out.truncate(limit);
+        Ok(out)
+    }
+    /// For each of `ids`, the latest recorded provenance node with that id
+    /// (the last of the latest step that carries it) and that step's
+    /// number; ids never recorded have none. In any order. A store indexes
+    /// it; the default reads every step.
+    fn latest_nodes(
+        &mut self,
+        session: &str,
+        ids: &[&str],
+    ) -> Result<Vec<(u64, Provenance)>, StoreError> {
+        let mut latest: HashMap<String, (u64, Provenance)> = HashMap::new();
+        for st in self.steps(session)? {
+            for p in st.provenance {
+                if ids.contains(&p.provenance_id.as_str()) {
+                    latest.insert(p.provenance_id.clone(), (st.seq, p));
+                }
+            }
+        }
+        Ok(latest.into_values().collect())
+    }
     /// Whether the session recorded a step `step_id` of `method` (a
     /// `steps/toolCallResult`'s `request_id_ref` resolves against the
     /// session's `steps/toolCallRequest` records, hooks.md). The default
@@ -152,6 +208,12 @@ struct MemSession {
     requests: HashMap<String, i64>,
     nonces: HashMap<String, i64>,
     steps: Vec<StepRecord>,
+    /// Index of `steps` by step id: the latest step's position.
+    by_step_id: HashMap<String, usize>,
+    /// Per origin, the positions of the steps that carry it (ascending).
+    by_origin: HashMap<Origin, Vec<usize>>,
+    /// Per provenance id, the latest node: (step position, node position).
+    nodes: HashMap<String, (usize, usize)>,
     chain: Vec<(String, Hash)>,
     compactions: Vec<CompactionRecord>,
 }
@@ -218,7 +280,24 @@ impl SessionStore for MemoryStore {
         Ok(())
     }
     fn record_step(&mut self, session: &str, step: &StepRecord) -> Result<(), StoreError> {
-        self.s(session).steps.push(step.clone());
+        let s = self.s(session);
+        if s.steps.last().is_some_and(|last| last.seq >= step.seq) {
+            return Err(StoreError::Corrupt(format!(
+                "step {} recorded after step {}",
+                step.seq,
+                s.steps.last().map_or(0, |l| l.seq)
+            )));
+        }
+        let at = s.steps.len();
+        s.by_step_id.insert(step.step_id.clone(), at);
+        let origins: BTreeSet<Origin> = step.provenance.iter().map(|p| p.origin).collect();
+        for o in origins {
+            s.by_origin.entry(o).or_default().push(at);
+        }
+        for (i, p) in step.provenance.iter().enumerate() {
+            s.nodes.insert(p.provenance_id.clone(), (at, i));
+        }
+        s.steps.push(step.clone());
         Ok(())
     }
     fn steps(&mut self, session: &str) -> Result<Vec<StepRecord>, StoreError> {
@@ -227,6 +306,77 @@ impl SessionStore for MemoryStore {
             .get(session)
             .map(|s| s.steps.clone())
             .unwrap_or_default())
+    }
+    fn steps_by_id(&mut self, session: &str, ids: &[&str]) -> Result<Vec<StepRecord>, StoreError> {
+        let Some(s) = self.sessions.get(session) else {
+            return Ok(Vec::new());
+        };
+        let mut at: Vec<usize> = ids
+            .iter()
+            .filter_map(|id| s.by_step_id.get(*id).copied())
+            .collect();
+        at.sort_unstable();
+        at.dedup();
+        Ok(at
+            .into_iter()
+            .filter_map(|i| s.steps.get(i).cloned())
+            .collect())
+    }
+    fn steps_with_origin(
+        &mut self,
+        session: &str,
+        origins: &[Origin],
+        after: u64,
+        before: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<StepRecord>, StoreError> {
+        let Some(s) = self.sessions.get(session) else {
+            return Ok(Vec::new());
+        };
+        // Positions of steps numbered in (after, before): steps are kept in
+        // ascending order of their numbers.
+        let lo = s.steps.partition_point(|st| st.seq <= after);
+        let hi = before.map_or(s.steps.len(), |b| s.steps.partition_point(|st| st.seq < b));
+        let mut at: Vec<usize> = Vec::new();
+        for o in origins {
+            if let Some(list) = s.by_origin.get(o) {
+                let end = list.partition_point(|&i| i < hi);
+                let start = list
+                    .partition_point(|&i| i < lo)
+                    .max(end.saturating_sub(limit));
+                at.extend_from_slice(&list[start..end]);
+            }
+        }
+        at.sort_unstable_by(|a, b| b.cmp(a));
+        at.dedup();
+        at.truncate(limit);
+        Ok(at
+            .into_iter()
+            .filter_map(|i| s.steps.get(i).cloned())
+            .collect())
+    }
+    fn latest_nodes(
+        &mut self,
+        session: &str,
+        ids: &[&str],
+    ) -> Result<Vec<(u64, Provenance)>, StoreError> {
+        let Some(s) = self.sessions.get(session) else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::new();
+        let mut seen = BTreeSet::new();
+        for id in ids {
+            if !seen.insert(*id) {
+                continue;
+            }
+            if let Some(&(st, i)) = s.nodes.get(*id)
+                && let Some(step) = s.steps.get(st)
+                && let Some(p) = step.provenance.get(i)
+            {
+                out.push((step.seq, p.clone()));
+            }
+        }
+        Ok(out)
     }
     fn chain_head(&mut self, session: &str) -> Result<Option<(u64, Hash)>, StoreError> {
         Ok(self
@@ -305,6 +455,26 @@ impl<T: SessionStore + ?Sized> SessionStore for Box<T> {
     }
     fn steps(&mut self, session: &str) -> Result<Vec<StepRecord>, StoreError> {
         (**self).steps(session)
+    }
+    fn steps_by_id(&mut self, session: &str, ids: &[&str]) -> Result<Vec<StepRecord>, StoreError> {
+        (**self).steps_by_id(session, ids)
+    }
+    fn steps_with_origin(
+        &mut self,
+        session: &str,
+        origins: &[Origin],
+        after: u64,
+        before: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<StepRecord>, StoreError> {
+        (**self).steps_with_origin(session, origins, after, before, limit)
+    }
+    fn latest_nodes(
+        &mut self,
+        session: &str,
+        ids: &[&str],
+    ) -> Result<Vec<(u64, Provenance)>, StoreError> {
+        (**self).latest_nodes(session, ids)
     }
     fn chain_head(&mut self, session: &str) -> Result<Option<(u64, Hash)>, StoreError> {
         (**self).chain_head(session)
