@@ -840,7 +840,7 @@ pub fn plan_gate(
                 // same the ZZ Budget states.
                 tokens_in: Some(e.view.tokens.input),
                 tokens_out: Some(e.view.tokens.output),
-                token_texts: (input_text(r), Some(zz_entry_text(&e.view))),
+                token_texts: (String::new(), None),
             });
         }
     }

@@ -16,9 +16,9 @@
 
 pub mod claude;
 pub mod codex;
+pub mod collapse;
 pub mod install;
 pub mod install_codex;
-pub mod collapse;
 pub mod io;
 pub mod trail_hook;
 
