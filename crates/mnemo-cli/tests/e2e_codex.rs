@@ -10,19 +10,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use mnemo_guardian::store::SessionStore;
+#[path = "hosts/common.rs"]
+mod common;
+
+use common::read;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
-fn hosts_bin() -> PathBuf {
-    std::env::var_os("MNEMO_HOSTS_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/opt/mnemo-hosts/node_modules/.bin"))
-}
-
-fn read(w: &Path, name: &str) -> String {
-    std::fs::read_to_string(w.join(name)).unwrap_or_default()
-}
+use std::path::PathBuf;
 
 /// The `hook/completed` runs a step saw: (event, status, texts).
 fn hook_runs(step: &Value) -> Vec<(String, String, Vec<String>)> {
@@ -58,30 +51,10 @@ fn turn_status(step: &Value) -> Option<String> {
 
 #[test]
 fn codex_strict_deny_holds_the_override_allows_and_the_users_turn_ends_an_auto_deny() {
-    let codex = hosts_bin().join("codex");
-    if !codex.exists() {
-        mnemo_testkit::skip(&format!(
-            "Codex CLI not installed at {} (.ci/setup.d/30-hosts.sh)",
-            codex.display()
-        ));
+    let Some(dir) = common::run_session("codex", "Codex CLI", "codex_session.sh") else {
         return;
-    }
-    if !mnemo_testkit::require_command("unshare", &["-n", "true"], "a network namespace")
-        || !mnemo_testkit::require_command("python3", &["-c", "pass"], "the mock model server")
-    {
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    };
     let w = dir.path();
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/hosts/codex_session.sh");
-    let st = Command::new("timeout")
-        .args(["600", "unshare", "-n", "sh", script])
-        .arg(&codex)
-        .arg(env!("CARGO_BIN_EXE_mnemo"))
-        .arg(w)
-        .status()
-        .unwrap();
-    assert!(st.success(), "driver: {st}");
     assert_eq!(
         read(w, "install.rc").trim(),
         "0",

@@ -6,19 +6,12 @@
 //! missing `unshare`, fails the test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "hosts/common.rs"]
+mod common;
+
+use common::read;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::Command;
-
-fn hosts_bin() -> PathBuf {
-    std::env::var_os("MNEMO_HOSTS_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/opt/mnemo-hosts/node_modules/.bin"))
-}
-
-fn read(w: &Path, name: &str) -> String {
-    std::fs::read_to_string(w.join(name)).unwrap_or_default()
-}
 
 fn result(w: &Path, name: &str) -> Value {
     serde_json::from_str(read(w, name).trim()).unwrap_or(Value::Null)
@@ -26,30 +19,10 @@ fn result(w: &Path, name: &str) -> Value {
 
 #[test]
 fn claude_code_strict_deny_holds_through_two_compacts_and_the_override_allows() {
-    let claude = hosts_bin().join("claude");
-    if !claude.exists() {
-        mnemo_testkit::skip(&format!(
-            "Claude Code not installed at {} (.ci/setup.d/30-hosts.sh)",
-            claude.display()
-        ));
+    let Some(dir) = common::run_session("claude", "Claude Code", "claude_session.sh") else {
         return;
-    }
-    if !mnemo_testkit::require_command("unshare", &["-n", "true"], "a network namespace")
-        || !mnemo_testkit::require_command("python3", &["-c", "pass"], "the mock model server")
-    {
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    };
     let w = dir.path();
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/hosts/claude_session.sh");
-    let st = Command::new("timeout")
-        .args(["600", "unshare", "-n", "sh", script])
-        .arg(&claude)
-        .arg(env!("CARGO_BIN_EXE_mnemo"))
-        .arg(w)
-        .status()
-        .unwrap();
-    assert!(st.success(), "driver: {st}");
     // The session read a file with an injected instruction through Read.
     let s1 = result(w, "s1.out");
     assert_eq!(s1["result"], "I read notes.md.", "{s1}");
@@ -138,33 +111,10 @@ fn hook_inputs(w: &Path, name: &str) -> Vec<Value> {
 
 #[test]
 fn claude_code_trail_reaches_the_compactor_and_comes_back_auto_deny_and_user_turn() {
-    let claude = hosts_bin().join("claude");
-    if !claude.exists() {
-        mnemo_testkit::skip(&format!(
-            "Claude Code not installed at {} (.ci/setup.d/30-hosts.sh)",
-            claude.display()
-        ));
+    let Some(dir) = common::run_session("claude", "Claude Code", "claude_trail_session.sh") else {
         return;
-    }
-    if !mnemo_testkit::require_command("unshare", &["-n", "true"], "a network namespace")
-        || !mnemo_testkit::require_command("python3", &["-c", "pass"], "the mock model server")
-    {
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    };
     let w = dir.path();
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/hosts/claude_trail_session.sh"
-    );
-    let st = Command::new("timeout")
-        .args(["600", "unshare", "-n", "sh", script])
-        .arg(&claude)
-        .arg(env!("CARGO_BIN_EXE_mnemo"))
-        .arg(w)
-        .status()
-        .unwrap();
-    assert!(st.success(), "driver: {st}");
     let reqs = requests(w);
 
     // T: the hooks `mnemo hook install claude-code` wrote run in the real host.
