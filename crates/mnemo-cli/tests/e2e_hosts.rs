@@ -265,6 +265,10 @@ fn claude_code_trail_reaches_the_compactor_and_comes_back_auto_deny_and_user_tur
         .iter()
         .find(|p| p["session_id"] == sid_u.as_str() && p["trigger"] == "auto")
         .unwrap();
+    eprintln!(
+        "U's auto PreCompact: the message's line was written when the hook ran: {}",
+        auto_u["_prompt_seen"]
+    );
     let ups = hook_inputs(w, "ups.jsonl");
     assert!(
         ups.iter().any(|u| u["session_id"] == sid_u.as_str()
