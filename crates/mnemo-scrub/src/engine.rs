@@ -1,7 +1,8 @@
 //! The scan: keyword prefilter, windowed regex, filters, overlap resolution.
 
 use crate::rules::{Compiled, LazyRegex, Rule, RuleError};
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
+use aho_corasick::automaton::Automaton;
+use aho_corasick::{Anchored as AcAnchored, MatchKind, StartKind, dfa::DFA};
 use regex::bytes::Regex;
 use regex_automata::{Anchored, Input, meta};
 use std::collections::HashMap;
@@ -16,7 +17,11 @@ pub(crate) struct Span {
 
 #[derive(Debug)]
 pub(crate) struct Engine {
-    ac: AhoCorasick,
+    /// Every keyword, ASCII-case-insensitively, all matches reported
+    /// (overlapping semantics), walked by [`keyword_hits`].
+    dfa: DFA,
+    /// Start state of the unanchored walk.
+    start: aho_corasick::automaton::StateID,
     /// keyword pattern id -> rule indices
     kw_rules: Vec<Vec<usize>>,
     templates: Vec<LazyRegex>,
@@ -33,37 +38,80 @@ const MAX_RETRIES_PER_WINDOW: usize = 64;
 
 const MARKER_PATTERN: &str = r"\[(?:[A-Z0-9][A-Z0-9 ]* )?REDACTED(?::[a-z0-9-]*)?\]";
 
+/// Bytes whose keyword hits are collected before they are processed (bounds
+/// the hit buffers whatever the haystack).
+const BLOCK: usize = 64 * 1024;
+
+/// Shorter ranges are walked in one lane (lanes start early: overhead).
+const SPLIT_MIN: usize = 4096;
+
+/// Independent walks interleaved by [`Engine::keyword_hits`].
+const LANES: usize = 4;
+
+/// Per-rule progress of one scan and its candidates.
+struct Scan {
+    /// rule index -> offset before which its keyword hits need no scan
+    covered: Vec<usize>,
+    out: Vec<Span>,
+}
+
+/// Keyword hits of one block, one buffer per lane (reused across blocks).
+#[derive(Default)]
+struct Walk {
+    lanes: [Vec<(usize, usize, usize)>; LANES],
+}
+
+impl Walk {
+    /// Records the matches of match state `s` ending at `end`, when `end`
+    /// lies in lane `k`'s own part (after `lo`).
+    #[inline]
+    fn record(
+        &mut self,
+        dfa: &DFA,
+        k: usize,
+        s: aho_corasick::automaton::StateID,
+        end: usize,
+        lo: usize,
+    ) {
+        if end <= lo {
+            return;
+        }
+        let Some(lane) = self.lanes.get_mut(k) else {
+            return;
+        };
+        for i in 0..dfa.match_len(s) {
+            let pid = dfa.match_pattern(s, i);
+            let len = dfa.pattern_len(pid);
+            lane.push((pid.as_usize(), end - len, end));
+        }
+    }
+
+    /// All hits of the block, in walk order.
+    fn hits(&self) -> impl Iterator<Item = &(usize, usize, usize)> {
+        self.lanes.iter().flatten()
+    }
+}
+
 impl Engine {
     pub(crate) fn new(compiled: Compiled) -> Result<(Self, Vec<Rule>), RuleError> {
-        let mut index: HashMap<String, usize> = HashMap::new();
-        let mut keywords: Vec<String> = Vec::new();
-        let mut kw_rules: Vec<Vec<usize>> = Vec::new();
-        for (ri, rule) in compiled.rules.iter().enumerate() {
-            for k in &rule.keywords {
-                let id = *index.entry(k.clone()).or_insert_with(|| {
-                    keywords.push(k.clone());
-                    kw_rules.push(Vec::new());
-                    keywords.len() - 1
-                });
-                if let Some(list) = kw_rules.get_mut(id)
-                    && !list.contains(&ri)
-                {
-                    list.push(ri);
-                }
-            }
-        }
-        let ac = AhoCorasickBuilder::new()
+        let (keywords, kw_rules) = keyword_table(&compiled.rules);
+        let dfa = DFA::builder()
             .ascii_case_insensitive(true)
             .match_kind(MatchKind::Standard)
-            .kind(Some(AhoCorasickKind::DFA))
+            .start_kind(StartKind::Unanchored)
+            .prefilter(false)
             .build(&keywords)
+            .map_err(|e| RuleError::Automaton(e.to_string()))?;
+        let start = dfa
+            .start_state(AcAnchored::No)
             .map_err(|e| RuleError::Automaton(e.to_string()))?;
         let marker = Regex::new(MARKER_PATTERN).map_err(|e| RuleError::Regex {
             id: "marker".into(),
             message: e.to_string(),
         })?;
         let engine = Engine {
-            ac,
+            dfa,
+            start,
             kw_rules,
             templates: compiled.templates,
             placeholders: compiled.placeholders,
@@ -82,39 +130,140 @@ impl Engine {
 
     /// All candidates of all rules (may overlap), in no particular order.
     pub(crate) fn candidates(&self, rules: &[Rule], hay: &[u8]) -> Vec<Span> {
-        let mut out = Vec::new();
+        let out = Vec::new();
         if hay.is_empty() {
             return out;
         }
         let markers = self.markers(hay);
-        let mut covered = vec![0usize; rules.len()];
-        for m in self.ac.find_overlapping_iter(hay) {
-            if !markers.is_empty() && in_marker(&markers, m.start()) {
-                // a keyword inside our own replacement text (`[REDACTED:bearer-token]`)
-                continue;
+        let mut scan = Scan {
+            covered: vec![0usize; rules.len()],
+            out,
+        };
+        let mut walk = Walk::default();
+        let mut block_start = 0usize;
+        while block_start < hay.len() {
+            let block_end = block_start.saturating_add(BLOCK).min(hay.len());
+            self.keyword_hits(hay, block_start, block_end, &mut walk);
+            for &hit in walk.hits() {
+                self.on_hit(rules, hay, &markers, hit, &mut scan);
             }
-            let Some(list) = self.kw_rules.get(m.pattern().as_usize()) else {
-                continue;
-            };
-            for &ri in list {
-                let Some(rule) = rules.get(ri) else { continue };
-                let Some(cov) = covered.get_mut(ri) else {
-                    continue;
-                };
-                if m.start() < *cov {
-                    continue;
-                }
-                *cov = if rule.anchored {
-                    self.scan_anchored(rule, ri, hay, &markers, m.start(), &mut out)
-                } else {
-                    self.scan_window(rule, ri, hay, &markers, (m.start(), m.end()), &mut out)
-                };
-            }
+            block_start = block_end;
         }
+        let mut out = scan.out;
         if !markers.is_empty() {
             out = subtract_markers(hay, &markers, out);
         }
         out
+    }
+
+    /// Runs the rules of the keyword of `hit` (keyword id, start, end),
+    /// unless the hit lies in a marker or an earlier hit's scan of the same
+    /// rule already covered it.
+    fn on_hit(
+        &self,
+        rules: &[Rule],
+        hay: &[u8],
+        markers: &[(usize, usize)],
+        (pid, hit_start, hit_end): (usize, usize, usize),
+        scan: &mut Scan,
+    ) {
+        if !markers.is_empty() && in_marker(markers, hit_start) {
+            // a keyword inside our own replacement text (`[REDACTED:bearer-token]`)
+            return;
+        }
+        let Some(list) = self.kw_rules.get(pid) else {
+            return;
+        };
+        for &ri in list {
+            let Some(rule) = rules.get(ri) else { continue };
+            let Some(&cov) = scan.covered.get(ri) else {
+                continue;
+            };
+            if hit_start < cov {
+                continue;
+            }
+            let next = if rule.anchored {
+                self.scan_anchored(rule, ri, hay, markers, hit_start, &mut scan.out)
+            } else {
+                self.scan_window(rule, ri, hay, markers, (hit_start, hit_end), &mut scan.out)
+            };
+            if let Some(c) = scan.covered.get_mut(ri) {
+                *c = next;
+            }
+        }
+    }
+
+    /// Every keyword occurrence that ends in `from+1..=to`, as (keyword id,
+    /// start, end), in the order of an overlapping Aho-Corasick search:
+    /// by end, and at one end longest keyword first.
+    ///
+    /// The block is cut into [`LANES`] lanes walked in one loop (the DFA
+    /// walk is a chain of dependent loads; independent lanes overlap
+    /// them). A lane starts `max_pattern_len` bytes early, from the start
+    /// state, which puts it in the exact state of a whole-haystack walk by
+    /// its first reported byte (the state only depends on that many bytes);
+    /// it reports only the hits that end inside its own part.
+    fn keyword_hits(&self, hay: &[u8], from: usize, to: usize, walk: &mut Walk) {
+        for lane in &mut walk.lanes {
+            lane.clear();
+        }
+        let to = to.min(hay.len());
+        if from >= to {
+            return;
+        }
+        let dfa = &self.dfa;
+        if to - from < SPLIT_MIN {
+            let mut s = self.start;
+            let first = from.saturating_sub(dfa.max_pattern_len());
+            for (i, &b) in hay.get(first..to).unwrap_or_default().iter().enumerate() {
+                s = dfa.next_state(AcAnchored::No, s, b);
+                if dfa.is_special(s) && dfa.is_match(s) {
+                    walk.record(dfa, 0, s, first + i + 1, from);
+                }
+            }
+            return;
+        }
+        let ov = dfa.max_pattern_len();
+        let part = (to - from).div_ceil(LANES);
+        // lane k reports ends in (lo[k], hi[k]] and walks from pos[k]
+        let mut lo = [0usize; LANES];
+        let mut hi = [0usize; LANES];
+        let mut pos = [0usize; LANES];
+        for k in 0..LANES {
+            lo[k] = (from + k * part).min(to);
+            hi[k] = (from + (k + 1) * part).min(to);
+            pos[k] = lo[k].saturating_sub(ov);
+        }
+        // the common length of all lanes, walked interleaved
+        let common = (0..LANES).map(|k| hi[k] - pos[k]).min().unwrap_or(0);
+        let lane = |k: usize| hay.get(pos[k]..pos[k] + common).unwrap_or_default();
+        let (l0, l1, l2, l3) = (lane(0), lane(1), lane(2), lane(3));
+        let mut sid = [self.start; LANES];
+        let [mut s0, mut s1, mut s2, mut s3] = sid;
+        for (i, (((&b0, &b1), &b2), &b3)) in l0.iter().zip(l1).zip(l2).zip(l3).enumerate() {
+            s0 = dfa.next_state(AcAnchored::No, s0, b0);
+            s1 = dfa.next_state(AcAnchored::No, s1, b1);
+            s2 = dfa.next_state(AcAnchored::No, s2, b2);
+            s3 = dfa.next_state(AcAnchored::No, s3, b3);
+            if dfa.is_special(s0) | dfa.is_special(s1) | dfa.is_special(s2) | dfa.is_special(s3) {
+                for (k, s) in [s0, s1, s2, s3].into_iter().enumerate() {
+                    if dfa.is_special(s) && dfa.is_match(s) {
+                        walk.record(dfa, k, s, pos[k] + i + 1, lo[k]);
+                    }
+                }
+            }
+        }
+        sid = [s0, s1, s2, s3];
+        for k in 0..LANES {
+            let mut s = sid[k];
+            let tail = hay.get(pos[k] + common..hi[k]).unwrap_or_default();
+            for (i, &b) in tail.iter().enumerate() {
+                s = dfa.next_state(AcAnchored::No, s, b);
+                if dfa.is_special(s) && dfa.is_match(s) {
+                    walk.record(dfa, k, s, pos[k] + common + i + 1, lo[k]);
+                }
+            }
+        }
     }
 
     /// Byte ranges of replacement markers in `hay` (usually none).
@@ -368,6 +517,29 @@ impl Engine {
     }
 }
 
+/// The distinct keywords of `rules` (first-seen order) and, per keyword,
+/// the rules that list it.
+fn keyword_table(rules: &[Rule]) -> (Vec<String>, Vec<Vec<usize>>) {
+    let mut index: HashMap<String, usize> = HashMap::new();
+    let mut keywords: Vec<String> = Vec::new();
+    let mut kw_rules: Vec<Vec<usize>> = Vec::new();
+    for (ri, rule) in rules.iter().enumerate() {
+        for k in &rule.keywords {
+            let id = *index.entry(k.clone()).or_insert_with(|| {
+                keywords.push(k.clone());
+                kw_rules.push(Vec::new());
+                keywords.len() - 1
+            });
+            if let Some(list) = kw_rules.get_mut(id)
+                && !list.contains(&ri)
+            {
+                list.push(ri);
+            }
+        }
+    }
+    (keywords, kw_rules)
+}
+
 /// Whether `pos` lies inside one of the sorted, disjoint `markers`.
 fn in_marker(markers: &[(usize, usize)], pos: usize) -> bool {
     let i = markers.partition_point(|&(_, e)| e <= pos);
@@ -534,4 +706,141 @@ fn identifier_shape(v: &[u8]) -> bool {
         }
     }
     true
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind};
+    use proptest::prelude::*;
+
+    /// The reference walk: aho-corasick's own overlapping search over the
+    /// same keywords (what the scan used before the laned walk).
+    fn reference_ac(rules: &[Rule]) -> AhoCorasick {
+        let (keywords, _) = keyword_table(rules);
+        AhoCorasickBuilder::new()
+            .ascii_case_insensitive(true)
+            .match_kind(MatchKind::Standard)
+            .kind(Some(AhoCorasickKind::DFA))
+            .build(&keywords)
+            .unwrap()
+    }
+
+    fn reference_hits(ac: &AhoCorasick, hay: &[u8]) -> Vec<(usize, usize, usize)> {
+        ac.find_overlapping_iter(hay)
+            .map(|m| (m.pattern().as_usize(), m.start(), m.end()))
+            .collect()
+    }
+
+    fn laned_hits(engine: &Engine, hay: &[u8], block: usize) -> Vec<(usize, usize, usize)> {
+        let mut walk = Walk::default();
+        let mut all = Vec::new();
+        let mut from = 0;
+        while from < hay.len() {
+            let to = from.saturating_add(block).min(hay.len());
+            engine.keyword_hits(hay, from, to, &mut walk);
+            all.extend(walk.hits().copied());
+            from = to;
+        }
+        all
+    }
+
+    /// The scan driven by the reference walk.
+    fn reference_candidates(
+        engine: &Engine,
+        ac: &AhoCorasick,
+        rules: &[Rule],
+        hay: &[u8],
+    ) -> Vec<Span> {
+        if hay.is_empty() {
+            return Vec::new();
+        }
+        let markers = engine.markers(hay);
+        let mut scan = Scan {
+            covered: vec![0; rules.len()],
+            out: Vec::new(),
+        };
+        for hit in reference_hits(ac, hay) {
+            engine.on_hit(rules, hay, &markers, hit, &mut scan);
+        }
+        if markers.is_empty() {
+            scan.out
+        } else {
+            subtract_markers(hay, &markers, scan.out)
+        }
+    }
+
+    fn scrubber() -> &'static crate::Scrubber {
+        crate::Scrubber::default_rules().unwrap()
+    }
+
+    /// Text made of keywords (random case), secret-like runs, separators,
+    /// line breaks and non-ASCII, long enough to be split into lanes.
+    fn text() -> impl Strategy<Value = Vec<u8>> {
+        let (keywords, _) = keyword_table(&scrubber().rules);
+        let kw = prop::sample::select(keywords).prop_flat_map(|k| {
+            let n = k.len();
+            (Just(k), prop::collection::vec(any::<bool>(), n)).prop_map(|(k, up)| {
+                k.bytes()
+                    .zip(up)
+                    .map(|(b, u)| if u { b.to_ascii_uppercase() } else { b })
+                    .collect::<Vec<u8>>()
+            })
+        });
+        let piece = prop_oneof![
+            6 => kw,
+            3 => "[A-Za-z0-9+/=_.-]{1,40}".prop_map(String::into_bytes),
+            2 => prop::sample::select(vec![" ", "\n", "=", ": ", "\"", "'", "@", "://", "é", "[REDACTED]", "\r\n"])
+                .prop_map(|s| s.as_bytes().to_vec()),
+        ];
+        prop::collection::vec(piece, 0..700).prop_map(|v| v.concat())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+        /// The laned, blocked walk reports exactly the reference's hits in
+        /// the reference's order, whatever the block size.
+        #[test]
+        fn laned_walk_equals_overlapping_search(hay in text(), block in prop::sample::select(vec![1usize, 3, 64, 4095, 4096, 5000, BLOCK])) {
+            let engine = &scrubber().engine;
+            let ac = reference_ac(&scrubber().rules);
+            prop_assert_eq!(laned_hits(engine, &hay, block), reference_hits(&ac, &hay));
+        }
+
+        /// The scan finds the same candidates (hence the same redactions)
+        /// as the scan driven by the reference walk.
+        #[test]
+        fn candidates_equal_reference(hay in text()) {
+            let s = scrubber();
+            let ac = reference_ac(&s.rules);
+            prop_assert_eq!(
+                s.engine.candidates(&s.rules, &hay),
+                reference_candidates(&s.engine, &ac, &s.rules, &hay)
+            );
+        }
+    }
+
+    #[test]
+    fn laned_walk_on_a_large_text_equals_overlapping_search() {
+        let s = scrubber();
+        let ac = reference_ac(&s.rules);
+        let (keywords, _) = keyword_table(&s.rules);
+        let mut hay = Vec::new();
+        let mut i = 0usize;
+        while hay.len() < 3 * BLOCK + 777 {
+            let k = &keywords[(i * 7919) % keywords.len()];
+            hay.extend_from_slice(k.as_bytes());
+            hay.extend_from_slice(&b" x=1\n ab"[..(i % 9)]);
+            i += 1;
+        }
+        let hits = laned_hits(&s.engine, &hay, BLOCK);
+        assert!(hits.len() > 10_000);
+        assert_eq!(hits, reference_hits(&ac, &hay));
+        assert_eq!(
+            s.engine.candidates(&s.rules, &hay),
+            reference_candidates(&s.engine, &ac, &s.rules, &hay)
+        );
+    }
 }
