@@ -1,7 +1,7 @@
 //! The scan: keyword prefilter, windowed regex, filters, overlap resolution.
 
 use crate::rules::{Compiled, LazyRegex, Rule, RuleError};
-use aho_corasick::automaton::Automaton;
+use aho_corasick::automaton::{Automaton, StateID};
 use aho_corasick::{Anchored as AcAnchored, MatchKind, StartKind, dfa::DFA};
 use regex::bytes::Regex;
 use regex_automata::{Anchored, Input, meta};
@@ -47,6 +47,44 @@ const SPLIT_MIN: usize = 4096;
 
 /// Independent walks interleaved by [`Engine::keyword_hits`].
 const LANES: usize = 4;
+
+/// Walks the four lanes in step from index `from` until one of them enters
+/// a special (match) state; returns the index after that byte and whether
+/// it stopped for a special state (else it reached the end). Kept apart
+/// from the match handling so that the loop's state stays in registers.
+#[inline(never)]
+fn run_lanes(
+    dfa: &DFA,
+    sid: &mut [StateID; LANES],
+    lanes: [&[u8]; LANES],
+    from: usize,
+) -> (usize, bool) {
+    let [l0, l1, l2, l3] = lanes;
+    let [mut s0, mut s1, mut s2, mut s3] = *sid;
+    let tail = |l: &[u8]| l.get(from..).unwrap_or_default().len();
+    let n = tail(l0).min(tail(l1)).min(tail(l2)).min(tail(l3));
+    let mut stop = (from + n, false);
+    let it = l0
+        .get(from..)
+        .unwrap_or_default()
+        .iter()
+        .zip(l1.get(from..).unwrap_or_default())
+        .zip(l2.get(from..).unwrap_or_default())
+        .zip(l3.get(from..).unwrap_or_default());
+    for (i, (((&b0, &b1), &b2), &b3)) in it.enumerate() {
+        s0 = dfa.next_state(AcAnchored::No, s0, b0);
+        s1 = dfa.next_state(AcAnchored::No, s1, b1);
+        s2 = dfa.next_state(AcAnchored::No, s2, b2);
+        s3 = dfa.next_state(AcAnchored::No, s3, b3);
+        // special states have the smallest ids
+        if dfa.is_special(s0.min(s1).min(s2.min(s3))) {
+            stop = (from + i + 1, true);
+            break;
+        }
+    }
+    *sid = [s0, s1, s2, s3];
+    stop
+}
 
 /// Per-rule progress of one scan and its candidates.
 struct Scan {
@@ -238,22 +276,21 @@ impl Engine {
         let common = (0..LANES).map(|k| hi[k] - pos[k]).min().unwrap_or(0);
         let lane = |k: usize| hay.get(pos[k]..pos[k] + common).unwrap_or_default();
         let (l0, l1, l2, l3) = (lane(0), lane(1), lane(2), lane(3));
+        let lanes = [l0, l1, l2, l3];
         let mut sid = [self.start; LANES];
-        let [mut s0, mut s1, mut s2, mut s3] = sid;
-        for (i, (((&b0, &b1), &b2), &b3)) in l0.iter().zip(l1).zip(l2).zip(l3).enumerate() {
-            s0 = dfa.next_state(AcAnchored::No, s0, b0);
-            s1 = dfa.next_state(AcAnchored::No, s1, b1);
-            s2 = dfa.next_state(AcAnchored::No, s2, b2);
-            s3 = dfa.next_state(AcAnchored::No, s3, b3);
-            if dfa.is_special(s0) | dfa.is_special(s1) | dfa.is_special(s2) | dfa.is_special(s3) {
-                for (k, s) in [s0, s1, s2, s3].into_iter().enumerate() {
+        let mut i = 0usize;
+        while i < common {
+            let (next, special) = run_lanes(dfa, &mut sid, lanes, i);
+            i = next;
+            if special {
+                // the states after byte `i - 1` of each lane
+                for (k, &s) in sid.iter().enumerate() {
                     if dfa.is_special(s) && dfa.is_match(s) {
-                        walk.record(dfa, k, s, pos[k] + i + 1, lo[k]);
+                        walk.record(dfa, k, s, pos[k] + i, lo[k]);
                     }
                 }
             }
         }
-        sid = [s0, s1, s2, s3];
         for k in 0..LANES {
             let mut s = sid[k];
             let tail = hay.get(pos[k] + common..hi[k]).unwrap_or_default();
