@@ -2,10 +2,14 @@
 
 use crate::rules::{Compiled, LazyRegex, Rule, RuleError};
 use aho_corasick::automaton::{Automaton, StateID};
-use aho_corasick::{Anchored as AcAnchored, MatchKind, StartKind, dfa::DFA};
+use aho_corasick::{
+    AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, Anchored as AcAnchored, MatchKind, StartKind,
+    dfa::DFA,
+};
 use regex::bytes::Regex;
 use regex_automata::{Anchored, Input, meta};
 use std::collections::HashMap;
+use std::sync::OnceLock;
 
 /// A candidate or resolved span (rule index, byte range).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -17,11 +21,16 @@ pub(crate) struct Span {
 
 #[derive(Debug)]
 pub(crate) struct Engine {
-    /// Every keyword, ASCII-case-insensitively, all matches reported
-    /// (overlapping semantics), walked by [`keyword_hits`].
-    dfa: DFA,
-    /// Start state of the unanchored walk.
-    start: aho_corasick::automaton::StateID,
+    /// The keyword automaton every scan can use: a contiguous NFA, cheap to
+    /// build (a process that scrubs a few short strings, such as a hook,
+    /// pays for nothing more).
+    ac: AhoCorasick,
+    /// The same keywords as a DFA (same matches, in the same order) and its
+    /// unanchored start state, walked by [`Engine::keyword_hits`]; faster on
+    /// long inputs but costly to build, so built on the first haystack of
+    /// [`DFA_MIN_HAYSTACK`] bytes or more.
+    laned: OnceLock<Option<(DFA, StateID)>>,
+    keywords: Vec<String>,
     /// keyword pattern id -> rule indices
     kw_rules: Vec<Vec<usize>>,
     templates: Vec<LazyRegex>,
@@ -36,6 +45,9 @@ pub(crate) struct Engine {
 /// re-search is linear in the line).
 const MAX_RETRIES_PER_WINDOW: usize = 64;
 
+/// Haystacks at least this long are scanned with the DFA walk.
+const DFA_MIN_HAYSTACK: usize = 32 * 1024;
+
 const MARKER_PATTERN: &str = r"\[(?:[A-Z0-9][A-Z0-9 ]* )?REDACTED(?::[a-z0-9-]*)?\]";
 
 /// Bytes whose keyword hits are collected before they are processed (bounds
@@ -47,6 +59,77 @@ const SPLIT_MIN: usize = 4096;
 
 /// Independent walks interleaved by [`Engine::keyword_hits`].
 const LANES: usize = 4;
+
+/// Every keyword occurrence that ends in `from+1..=to`, as (keyword id,
+/// start, end), in the order of an overlapping Aho-Corasick search:
+/// by end, and at one end longest keyword first.
+///
+/// The block is cut into [`LANES`] lanes walked in one loop (the DFA
+/// walk is a chain of dependent loads; independent lanes overlap
+/// them). A lane starts `max_pattern_len` bytes early, from the start
+/// state, which puts it in the exact state of a whole-haystack walk by
+/// its first reported byte (the state only depends on that many bytes);
+/// it reports only the hits that end inside its own part.
+fn keyword_hits(dfa: &DFA, start: StateID, hay: &[u8], from: usize, to: usize, walk: &mut Walk) {
+    for lane in &mut walk.lanes {
+        lane.clear();
+    }
+    let to = to.min(hay.len());
+    if from >= to {
+        return;
+    }
+    if to - from < SPLIT_MIN {
+        let mut s = start;
+        let first = from.saturating_sub(dfa.max_pattern_len());
+        for (i, &b) in hay.get(first..to).unwrap_or_default().iter().enumerate() {
+            s = dfa.next_state(AcAnchored::No, s, b);
+            if dfa.is_special(s) && dfa.is_match(s) {
+                walk.record(dfa, 0, s, first + i + 1, from);
+            }
+        }
+        return;
+    }
+    let ov = dfa.max_pattern_len();
+    let part = (to - from).div_ceil(LANES);
+    // lane k reports ends in (lo[k], hi[k]] and walks from pos[k]
+    let mut lo = [0usize; LANES];
+    let mut hi = [0usize; LANES];
+    let mut pos = [0usize; LANES];
+    for k in 0..LANES {
+        lo[k] = (from + k * part).min(to);
+        hi[k] = (from + (k + 1) * part).min(to);
+        pos[k] = lo[k].saturating_sub(ov);
+    }
+    // the common length of all lanes, walked interleaved
+    let common = (0..LANES).map(|k| hi[k] - pos[k]).min().unwrap_or(0);
+    let lane = |k: usize| hay.get(pos[k]..pos[k] + common).unwrap_or_default();
+    let (l0, l1, l2, l3) = (lane(0), lane(1), lane(2), lane(3));
+    let lanes = [l0, l1, l2, l3];
+    let mut sid = [start; LANES];
+    let mut i = 0usize;
+    while i < common {
+        let (next, special) = run_lanes(dfa, &mut sid, lanes, i);
+        i = next;
+        if special {
+            // the states after byte `i - 1` of each lane
+            for (k, &s) in sid.iter().enumerate() {
+                if dfa.is_special(s) && dfa.is_match(s) {
+                    walk.record(dfa, k, s, pos[k] + i, lo[k]);
+                }
+            }
+        }
+    }
+    for k in 0..LANES {
+        let mut s = sid[k];
+        let tail = hay.get(pos[k] + common..hi[k]).unwrap_or_default();
+        for (i, &b) in tail.iter().enumerate() {
+            s = dfa.next_state(AcAnchored::No, s, b);
+            if dfa.is_special(s) && dfa.is_match(s) {
+                walk.record(dfa, k, s, pos[k] + common + i + 1, lo[k]);
+            }
+        }
+    }
+}
 
 /// Walks the four lanes in step from index `from` until one of them enters
 /// a special (match) state; returns the index after that byte and whether
@@ -133,23 +216,16 @@ impl Walk {
 impl Engine {
     pub(crate) fn new(compiled: Compiled) -> Result<(Self, Vec<Rule>), RuleError> {
         let (keywords, kw_rules) = keyword_table(&compiled.rules);
-        let dfa = DFA::builder()
-            .ascii_case_insensitive(true)
-            .match_kind(MatchKind::Standard)
-            .start_kind(StartKind::Unanchored)
-            .prefilter(false)
-            .build(&keywords)
-            .map_err(|e| RuleError::Automaton(e.to_string()))?;
-        let start = dfa
-            .start_state(AcAnchored::No)
+        let ac = keyword_automaton(&keywords, AhoCorasickKind::ContiguousNFA)
             .map_err(|e| RuleError::Automaton(e.to_string()))?;
         let marker = Regex::new(MARKER_PATTERN).map_err(|e| RuleError::Regex {
             id: "marker".into(),
             message: e.to_string(),
         })?;
         let engine = Engine {
-            dfa,
-            start,
+            ac,
+            laned: OnceLock::new(),
+            keywords,
             kw_rules,
             templates: compiled.templates,
             placeholders: compiled.placeholders,
@@ -177,15 +253,25 @@ impl Engine {
             covered: vec![0usize; rules.len()],
             out,
         };
-        let mut walk = Walk::default();
-        let mut block_start = 0usize;
-        while block_start < hay.len() {
-            let block_end = block_start.saturating_add(BLOCK).min(hay.len());
-            self.keyword_hits(hay, block_start, block_end, &mut walk);
-            for &hit in walk.hits() {
-                self.on_hit(rules, hay, &markers, hit, &mut scan);
+        match self.laned(hay.len()) {
+            Some((dfa, start)) => {
+                let mut walk = Walk::default();
+                let mut block_start = 0usize;
+                while block_start < hay.len() {
+                    let block_end = block_start.saturating_add(BLOCK).min(hay.len());
+                    keyword_hits(dfa, *start, hay, block_start, block_end, &mut walk);
+                    for &hit in walk.hits() {
+                        self.on_hit(rules, hay, &markers, hit, &mut scan);
+                    }
+                    block_start = block_end;
+                }
             }
-            block_start = block_end;
+            None => {
+                for m in self.ac.find_overlapping_iter(hay) {
+                    let hit = (m.pattern().as_usize(), m.start(), m.end());
+                    self.on_hit(rules, hay, &markers, hit, &mut scan);
+                }
+            }
         }
         let mut out = scan.out;
         if !markers.is_empty() {
@@ -220,7 +306,7 @@ impl Engine {
             if hit_start < cov {
                 continue;
             }
-            let next = if rule.anchored {
+            let next = if rule.shape().anchored {
                 self.scan_anchored(rule, ri, hay, markers, hit_start, &mut scan.out)
             } else {
                 self.scan_window(rule, ri, hay, markers, (hit_start, hit_end), &mut scan.out)
@@ -231,76 +317,25 @@ impl Engine {
         }
     }
 
-    /// Every keyword occurrence that ends in `from+1..=to`, as (keyword id,
-    /// start, end), in the order of an overlapping Aho-Corasick search:
-    /// by end, and at one end longest keyword first.
-    ///
-    /// The block is cut into [`LANES`] lanes walked in one loop (the DFA
-    /// walk is a chain of dependent loads; independent lanes overlap
-    /// them). A lane starts `max_pattern_len` bytes early, from the start
-    /// state, which puts it in the exact state of a whole-haystack walk by
-    /// its first reported byte (the state only depends on that many bytes);
-    /// it reports only the hits that end inside its own part.
-    fn keyword_hits(&self, hay: &[u8], from: usize, to: usize, walk: &mut Walk) {
-        for lane in &mut walk.lanes {
-            lane.clear();
+    /// The DFA walk for a haystack of `len` bytes (none for short ones, or
+    /// when the DFA cannot be built: then the NFA runs).
+    fn laned(&self, len: usize) -> Option<&(DFA, StateID)> {
+        if len < DFA_MIN_HAYSTACK {
+            return None;
         }
-        let to = to.min(hay.len());
-        if from >= to {
-            return;
-        }
-        let dfa = &self.dfa;
-        if to - from < SPLIT_MIN {
-            let mut s = self.start;
-            let first = from.saturating_sub(dfa.max_pattern_len());
-            for (i, &b) in hay.get(first..to).unwrap_or_default().iter().enumerate() {
-                s = dfa.next_state(AcAnchored::No, s, b);
-                if dfa.is_special(s) && dfa.is_match(s) {
-                    walk.record(dfa, 0, s, first + i + 1, from);
-                }
-            }
-            return;
-        }
-        let ov = dfa.max_pattern_len();
-        let part = (to - from).div_ceil(LANES);
-        // lane k reports ends in (lo[k], hi[k]] and walks from pos[k]
-        let mut lo = [0usize; LANES];
-        let mut hi = [0usize; LANES];
-        let mut pos = [0usize; LANES];
-        for k in 0..LANES {
-            lo[k] = (from + k * part).min(to);
-            hi[k] = (from + (k + 1) * part).min(to);
-            pos[k] = lo[k].saturating_sub(ov);
-        }
-        // the common length of all lanes, walked interleaved
-        let common = (0..LANES).map(|k| hi[k] - pos[k]).min().unwrap_or(0);
-        let lane = |k: usize| hay.get(pos[k]..pos[k] + common).unwrap_or_default();
-        let (l0, l1, l2, l3) = (lane(0), lane(1), lane(2), lane(3));
-        let lanes = [l0, l1, l2, l3];
-        let mut sid = [self.start; LANES];
-        let mut i = 0usize;
-        while i < common {
-            let (next, special) = run_lanes(dfa, &mut sid, lanes, i);
-            i = next;
-            if special {
-                // the states after byte `i - 1` of each lane
-                for (k, &s) in sid.iter().enumerate() {
-                    if dfa.is_special(s) && dfa.is_match(s) {
-                        walk.record(dfa, k, s, pos[k] + i, lo[k]);
-                    }
-                }
-            }
-        }
-        for k in 0..LANES {
-            let mut s = sid[k];
-            let tail = hay.get(pos[k] + common..hi[k]).unwrap_or_default();
-            for (i, &b) in tail.iter().enumerate() {
-                s = dfa.next_state(AcAnchored::No, s, b);
-                if dfa.is_special(s) && dfa.is_match(s) {
-                    walk.record(dfa, k, s, pos[k] + common + i + 1, lo[k]);
-                }
-            }
-        }
+        self.laned
+            .get_or_init(|| {
+                let dfa = DFA::builder()
+                    .ascii_case_insensitive(true)
+                    .match_kind(MatchKind::Standard)
+                    .start_kind(StartKind::Unanchored)
+                    .prefilter(false)
+                    .build(&self.keywords)
+                    .ok()?;
+                let start = dfa.start_state(AcAnchored::No).ok()?;
+                Some((dfa, start))
+            })
+            .as_ref()
     }
 
     /// Byte ranges of replacement markers in `hay` (usually none).
@@ -330,7 +365,7 @@ impl Engine {
         let Some(re) = rule.regex.get() else {
             return start + 1;
         };
-        let end = if rule.multiline {
+        let end = if rule.shape().multiline {
             let lim = start.saturating_add(rule.max_len).min(len);
             memchr::memchr(b'\n', &hay[lim..]).map_or(len, |i| lim + i)
         } else {
@@ -370,7 +405,8 @@ impl Engine {
     ) -> usize {
         let len = hay.len();
         let ls = memchr::memrchr(b'\n', &hay[..hit_start]).map_or(0, |i| i + 1);
-        let (le, line_end_of_hit) = if rule.multiline {
+        let multiline = rule.shape().multiline;
+        let (le, line_end_of_hit) = if multiline {
             let lim = hit_end.saturating_add(rule.max_len).min(len);
             let le = memchr::memchr(b'\n', &hay[lim..]).map_or(len, |i| lim + i);
             let hl = memchr::memchr(b'\n', &hay[hit_end..]).map_or(len, |i| hit_end + i);
@@ -389,7 +425,7 @@ impl Engine {
             let Some(m) = re.search(&Input::new(window).range(pos..)) else {
                 break;
             };
-            if rule.multiline && m.end() == le && le < len && m.start() > line_end_of_hit {
+            if multiline && m.end() == le && le < len && m.start() > line_end_of_hit {
                 // May be cut by the window: rescan it from its own keyword hit.
                 return m.start();
             }
@@ -431,7 +467,7 @@ impl Engine {
         (mstart, mend): (usize, usize),
         out: &mut Vec<Span>,
     ) -> Option<usize> {
-        let (s, e) = if rule.has_groups {
+        let (s, e) = if rule.shape().has_groups {
             let mut caps = re.create_captures();
             let input = Input::new(window)
                 .span(mstart..window.len())
@@ -552,6 +588,19 @@ impl Engine {
         });
         out
     }
+}
+
+/// The prefilter automaton over `keywords` (ASCII case-insensitive,
+/// standard overlapping semantics); both kinds report the same matches.
+fn keyword_automaton(
+    keywords: &[String],
+    kind: AhoCorasickKind,
+) -> Result<AhoCorasick, aho_corasick::BuildError> {
+    AhoCorasickBuilder::new()
+        .ascii_case_insensitive(true)
+        .match_kind(MatchKind::Standard)
+        .kind(Some(kind))
+        .build(keywords)
 }
 
 /// The distinct keywords of `rules` (first-seen order) and, per keyword,
@@ -749,19 +798,13 @@ fn identifier_shape(v: &[u8]) -> bool {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
-    use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind};
     use proptest::prelude::*;
 
     /// The reference walk: aho-corasick's own overlapping search over the
     /// same keywords (what the scan used before the laned walk).
     fn reference_ac(rules: &[Rule]) -> AhoCorasick {
         let (keywords, _) = keyword_table(rules);
-        AhoCorasickBuilder::new()
-            .ascii_case_insensitive(true)
-            .match_kind(MatchKind::Standard)
-            .kind(Some(AhoCorasickKind::DFA))
-            .build(&keywords)
-            .unwrap()
+        keyword_automaton(&keywords, AhoCorasickKind::DFA).unwrap()
     }
 
     fn reference_hits(ac: &AhoCorasick, hay: &[u8]) -> Vec<(usize, usize, usize)> {
@@ -776,7 +819,8 @@ mod tests {
         let mut from = 0;
         while from < hay.len() {
             let to = from.saturating_add(block).min(hay.len());
-            engine.keyword_hits(hay, from, to, &mut walk);
+            let (dfa, start) = engine.laned(usize::MAX).unwrap();
+            keyword_hits(dfa, *start, hay, from, to, &mut walk);
             all.extend(walk.hits().copied());
             from = to;
         }
@@ -879,5 +923,79 @@ mod tests {
             s.engine.candidates(&s.rules, &hay),
             reference_candidates(&s.engine, &ac, &s.rules, &hay)
         );
+    }
+
+    /// The cheap automaton and the DFA report the same overlapping matches,
+    /// in the same order, so the scan does not depend on which one ran.
+    #[test]
+    fn both_automata_report_the_same_matches() {
+        let scrubber = crate::Scrubber::default_rules().expect("built-in rules load");
+        let keywords = &scrubber.engine.keywords;
+        let nfa = keyword_automaton(keywords, AhoCorasickKind::ContiguousNFA).expect("nfa");
+        let dfa = keyword_automaton(keywords, AhoCorasickKind::DFA).expect("dfa");
+        let mut hay = String::new();
+        for (i, k) in keywords.iter().enumerate() {
+            // every keyword, in mixed case, glued to its neighbours or not
+            let k = if i % 2 == 0 {
+                k.to_ascii_uppercase()
+            } else {
+                k.clone()
+            };
+            hay.push_str(&k);
+            hay.push_str(["", " ", "=x\n", "_"][i % 4]);
+        }
+        let hay = hay.repeat(3);
+        let all = |ac: &AhoCorasick| -> Vec<(usize, usize, usize)> {
+            ac.find_overlapping_iter(hay.as_bytes())
+                .map(|m| (m.pattern().as_usize(), m.start(), m.end()))
+                .collect()
+        };
+        let a = all(&nfa);
+        assert!(a.len() >= keywords.len() * 3);
+        assert_eq!(a, all(&dfa));
+    }
+
+    /// A long haystack (the DFA) and its short pieces (the NFA) give the
+    /// same findings.
+    #[test]
+    fn long_and_short_haystacks_agree() {
+        let scrubber = crate::Scrubber::default_rules().expect("built-in rules load");
+        let line = "export GITHUB_TOKEN=ghp_R4nd0mL00k1ngT0k3nV4lu3xYz0123456789 and password=Zq8#kL2!vN9w\n";
+        let short = scrubber.find(line);
+        assert!(!short.is_empty());
+        let n = DFA_MIN_HAYSTACK / line.len() + 2;
+        let long = line.repeat(n);
+        assert!(long.len() >= DFA_MIN_HAYSTACK);
+        let found = scrubber.find(&long);
+        assert_eq!(found.len(), short.len() * n);
+        for (i, f) in found.iter().enumerate() {
+            let s = &short[i % short.len()];
+            let off = (i / short.len()) * line.len();
+            assert_eq!(
+                (f.rule.as_str(), f.start, f.end),
+                (s.rule.as_str(), s.start + off, s.end + off)
+            );
+        }
+    }
+
+    /// Loading the built-in rules parses and compiles no pattern; a scan
+    /// parses only the rules whose keywords it meets.
+    #[test]
+    fn the_built_in_rules_load_lazily() {
+        let s = crate::Scrubber::build(crate::DEFAULT_RULES_TOML, false).expect("loads");
+        let parsed = |s: &crate::Scrubber| s.rules.iter().filter(|r| r.shape_known()).count();
+        assert_eq!(parsed(&s), 0);
+        assert!(s.engine.laned.get().is_none());
+        assert!(s.find("00000000-0000-4000-8000-000000000998").is_empty());
+        assert_eq!(parsed(&s), 0);
+        let found = s.find("token=ghp_R4nd0mL00k1ngT0k3nV4lu3xYz0123456789");
+        assert!(!found.is_empty());
+        let n = parsed(&s);
+        assert!(
+            n >= 1 && n < s.rules.len() / 4,
+            "{n} of {} rules parsed",
+            s.rules.len()
+        );
+        assert!(s.engine.laned.get().is_none());
     }
 }
