@@ -10,6 +10,7 @@ use regex::bytes::Regex;
 use regex_automata::{Anchored, Input, meta};
 use std::collections::HashMap;
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// A candidate or resolved span (rule index, byte range).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,6 +31,9 @@ pub(crate) struct Engine {
     /// long inputs but costly to build, so built on the first haystack of
     /// [`DFA_MIN_HAYSTACK`] bytes or more.
     laned: OnceLock<Option<(DFA, StateID)>>,
+    /// Bytes scanned so far by this engine: many short haystacks (a tree of
+    /// small files) pay for the DFA as one long one does.
+    scanned: AtomicUsize,
     keywords: Vec<String>,
     /// keyword pattern id -> rule indices
     kw_rules: Vec<Vec<usize>>,
@@ -45,7 +49,8 @@ pub(crate) struct Engine {
 /// re-search is linear in the line).
 const MAX_RETRIES_PER_WINDOW: usize = 64;
 
-/// Haystacks at least this long are scanned with the DFA walk.
+/// Haystacks at least this long, and every haystack once the engine has
+/// scanned this many bytes in all, are scanned with the DFA walk.
 const DFA_MIN_HAYSTACK: usize = 32 * 1024;
 
 const MARKER_PATTERN: &str = r"\[(?:[A-Z0-9][A-Z0-9 ]* )?REDACTED(?::[a-z0-9-]*)?\]";
@@ -225,6 +230,7 @@ impl Engine {
         let engine = Engine {
             ac,
             laned: OnceLock::new(),
+            scanned: AtomicUsize::new(0),
             keywords,
             kw_rules,
             templates: compiled.templates,
@@ -320,7 +326,8 @@ impl Engine {
     /// The DFA walk for a haystack of `len` bytes (none for short ones, or
     /// when the DFA cannot be built: then the NFA runs).
     fn laned(&self, len: usize) -> Option<&(DFA, StateID)> {
-        if len < DFA_MIN_HAYSTACK {
+        let before = self.scanned.fetch_add(len, Ordering::Relaxed);
+        if len < DFA_MIN_HAYSTACK && before.saturating_add(len) < DFA_MIN_HAYSTACK {
             return None;
         }
         self.laned
