@@ -1,11 +1,16 @@
 //! The scan: keyword prefilter, windowed regex, filters, overlap resolution.
 
 use crate::rules::{Compiled, LazyRegex, Rule, RuleError};
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
+use aho_corasick::automaton::{Automaton, StateID};
+use aho_corasick::{
+    AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, Anchored as AcAnchored, MatchKind, StartKind,
+    dfa::DFA,
+};
 use regex::bytes::Regex;
 use regex_automata::{Anchored, Input, meta};
 use std::collections::HashMap;
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// A candidate or resolved span (rule index, byte range).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,10 +26,14 @@ pub(crate) struct Engine {
     /// build (a process that scrubs a few short strings, such as a hook,
     /// pays for nothing more).
     ac: AhoCorasick,
-    /// The same keywords as a DFA (same matches, in the same order, faster
-    /// on long inputs but costly to build), built on the first haystack of
+    /// The same keywords as a DFA (same matches, in the same order) and its
+    /// unanchored start state, walked by [`Engine::keyword_hits`]; faster on
+    /// long inputs but costly to build, so built on the first haystack of
     /// [`DFA_MIN_HAYSTACK`] bytes or more.
-    ac_dfa: OnceLock<Option<AhoCorasick>>,
+    laned: OnceLock<Option<(DFA, StateID)>>,
+    /// Bytes scanned so far by this engine: many short haystacks (a tree of
+    /// small files) pay for the DFA as one long one does.
+    scanned: AtomicUsize,
     keywords: Vec<String>,
     /// keyword pattern id -> rule indices
     kw_rules: Vec<Vec<usize>>,
@@ -40,30 +49,178 @@ pub(crate) struct Engine {
 /// re-search is linear in the line).
 const MAX_RETRIES_PER_WINDOW: usize = 64;
 
-/// Haystacks at least this long are scanned with the DFA automaton.
+/// Haystacks at least this long, and every haystack once the engine has
+/// scanned this many bytes in all, are scanned with the DFA walk.
 const DFA_MIN_HAYSTACK: usize = 32 * 1024;
 
 const MARKER_PATTERN: &str = r"\[(?:[A-Z0-9][A-Z0-9 ]* )?REDACTED(?::[a-z0-9-]*)?\]";
 
-impl Engine {
-    pub(crate) fn new(compiled: Compiled) -> Result<(Self, Vec<Rule>), RuleError> {
-        let mut index: HashMap<String, usize> = HashMap::new();
-        let mut keywords: Vec<String> = Vec::new();
-        let mut kw_rules: Vec<Vec<usize>> = Vec::new();
-        for (ri, rule) in compiled.rules.iter().enumerate() {
-            for k in &rule.keywords {
-                let id = *index.entry(k.clone()).or_insert_with(|| {
-                    keywords.push(k.clone());
-                    kw_rules.push(Vec::new());
-                    keywords.len() - 1
-                });
-                if let Some(list) = kw_rules.get_mut(id)
-                    && !list.contains(&ri)
-                {
-                    list.push(ri);
+/// Bytes whose keyword hits are collected before they are processed (bounds
+/// the hit buffers whatever the haystack).
+const BLOCK: usize = 64 * 1024;
+
+/// Shorter ranges are walked in one lane (lanes start early: overhead).
+const SPLIT_MIN: usize = 4096;
+
+/// Independent walks interleaved by [`Engine::keyword_hits`].
+const LANES: usize = 4;
+
+/// Every keyword occurrence that ends in `from+1..=to`, as (keyword id,
+/// start, end), in the order of an overlapping Aho-Corasick search:
+/// by end, and at one end longest keyword first.
+///
+/// The block is cut into [`LANES`] lanes walked in one loop (the DFA
+/// walk is a chain of dependent loads; independent lanes overlap
+/// them). A lane starts `max_pattern_len` bytes early, from the start
+/// state, which puts it in the exact state of a whole-haystack walk by
+/// its first reported byte (the state only depends on that many bytes);
+/// it reports only the hits that end inside its own part.
+fn keyword_hits(dfa: &DFA, start: StateID, hay: &[u8], from: usize, to: usize, walk: &mut Walk) {
+    for lane in &mut walk.lanes {
+        lane.clear();
+    }
+    let to = to.min(hay.len());
+    if from >= to {
+        return;
+    }
+    if to - from < SPLIT_MIN {
+        let mut s = start;
+        let first = from.saturating_sub(dfa.max_pattern_len());
+        for (i, &b) in hay.get(first..to).unwrap_or_default().iter().enumerate() {
+            s = dfa.next_state(AcAnchored::No, s, b);
+            if dfa.is_special(s) && dfa.is_match(s) {
+                walk.record(dfa, 0, s, first + i + 1, from);
+            }
+        }
+        return;
+    }
+    let ov = dfa.max_pattern_len();
+    let part = (to - from).div_ceil(LANES);
+    // lane k reports ends in (lo[k], hi[k]] and walks from pos[k]
+    let mut lo = [0usize; LANES];
+    let mut hi = [0usize; LANES];
+    let mut pos = [0usize; LANES];
+    for k in 0..LANES {
+        lo[k] = (from + k * part).min(to);
+        hi[k] = (from + (k + 1) * part).min(to);
+        pos[k] = lo[k].saturating_sub(ov);
+    }
+    // the common length of all lanes, walked interleaved
+    let common = (0..LANES).map(|k| hi[k] - pos[k]).min().unwrap_or(0);
+    let lane = |k: usize| hay.get(pos[k]..pos[k] + common).unwrap_or_default();
+    let (l0, l1, l2, l3) = (lane(0), lane(1), lane(2), lane(3));
+    let lanes = [l0, l1, l2, l3];
+    let mut sid = [start; LANES];
+    let mut i = 0usize;
+    while i < common {
+        let (next, special) = run_lanes(dfa, &mut sid, lanes, i);
+        i = next;
+        if special {
+            // the states after byte `i - 1` of each lane
+            for (k, &s) in sid.iter().enumerate() {
+                if dfa.is_special(s) && dfa.is_match(s) {
+                    walk.record(dfa, k, s, pos[k] + i, lo[k]);
                 }
             }
         }
+    }
+    for k in 0..LANES {
+        let mut s = sid[k];
+        let tail = hay.get(pos[k] + common..hi[k]).unwrap_or_default();
+        for (i, &b) in tail.iter().enumerate() {
+            s = dfa.next_state(AcAnchored::No, s, b);
+            if dfa.is_special(s) && dfa.is_match(s) {
+                walk.record(dfa, k, s, pos[k] + common + i + 1, lo[k]);
+            }
+        }
+    }
+}
+
+/// Walks the four lanes in step from index `from` until one of them enters
+/// a special (match) state; returns the index after that byte and whether
+/// it stopped for a special state (else it reached the end). Kept apart
+/// from the match handling so that the loop's state stays in registers.
+#[inline(never)]
+fn run_lanes(
+    dfa: &DFA,
+    sid: &mut [StateID; LANES],
+    lanes: [&[u8]; LANES],
+    from: usize,
+) -> (usize, bool) {
+    let [l0, l1, l2, l3] = lanes;
+    let [mut s0, mut s1, mut s2, mut s3] = *sid;
+    let tail = |l: &[u8]| l.get(from..).unwrap_or_default().len();
+    let n = tail(l0).min(tail(l1)).min(tail(l2)).min(tail(l3));
+    let mut stop = (from + n, false);
+    let it = l0
+        .get(from..)
+        .unwrap_or_default()
+        .iter()
+        .zip(l1.get(from..).unwrap_or_default())
+        .zip(l2.get(from..).unwrap_or_default())
+        .zip(l3.get(from..).unwrap_or_default());
+    for (i, (((&b0, &b1), &b2), &b3)) in it.enumerate() {
+        s0 = dfa.next_state(AcAnchored::No, s0, b0);
+        s1 = dfa.next_state(AcAnchored::No, s1, b1);
+        s2 = dfa.next_state(AcAnchored::No, s2, b2);
+        s3 = dfa.next_state(AcAnchored::No, s3, b3);
+        // special states have the smallest ids
+        if dfa.is_special(s0.min(s1).min(s2.min(s3))) {
+            stop = (from + i + 1, true);
+            break;
+        }
+    }
+    *sid = [s0, s1, s2, s3];
+    stop
+}
+
+/// Per-rule progress of one scan and its candidates.
+struct Scan {
+    /// rule index -> offset before which its keyword hits need no scan
+    covered: Vec<usize>,
+    out: Vec<Span>,
+}
+
+/// Keyword hits of one block, one buffer per lane (reused across blocks).
+#[derive(Default)]
+struct Walk {
+    lanes: [Vec<(usize, usize, usize)>; LANES],
+}
+
+impl Walk {
+    /// Records the matches of match state `s` ending at `end`, when `end`
+    /// lies in lane `k`'s own part (after `lo`).
+    #[inline]
+    fn record(
+        &mut self,
+        dfa: &DFA,
+        k: usize,
+        s: aho_corasick::automaton::StateID,
+        end: usize,
+        lo: usize,
+    ) {
+        if end <= lo {
+            return;
+        }
+        let Some(lane) = self.lanes.get_mut(k) else {
+            return;
+        };
+        for i in 0..dfa.match_len(s) {
+            let pid = dfa.match_pattern(s, i);
+            let len = dfa.pattern_len(pid);
+            lane.push((pid.as_usize(), end - len, end));
+        }
+    }
+
+    /// All hits of the block, in walk order.
+    fn hits(&self) -> impl Iterator<Item = &(usize, usize, usize)> {
+        self.lanes.iter().flatten()
+    }
+}
+
+impl Engine {
+    pub(crate) fn new(compiled: Compiled) -> Result<(Self, Vec<Rule>), RuleError> {
+        let (keywords, kw_rules) = keyword_table(&compiled.rules);
         let ac = keyword_automaton(&keywords, AhoCorasickKind::ContiguousNFA)
             .map_err(|e| RuleError::Automaton(e.to_string()))?;
         let marker = Regex::new(MARKER_PATTERN).map_err(|e| RuleError::Regex {
@@ -72,7 +229,8 @@ impl Engine {
         })?;
         let engine = Engine {
             ac,
-            ac_dfa: OnceLock::new(),
+            laned: OnceLock::new(),
+            scanned: AtomicUsize::new(0),
             keywords,
             kw_rules,
             templates: compiled.templates,
@@ -92,50 +250,99 @@ impl Engine {
 
     /// All candidates of all rules (may overlap), in no particular order.
     pub(crate) fn candidates(&self, rules: &[Rule], hay: &[u8]) -> Vec<Span> {
-        let mut out = Vec::new();
+        let out = Vec::new();
         if hay.is_empty() {
             return out;
         }
         let markers = self.markers(hay);
-        let mut covered = vec![0usize; rules.len()];
-        for m in self.automaton(hay.len()).find_overlapping_iter(hay) {
-            if !markers.is_empty() && in_marker(&markers, m.start()) {
-                // a keyword inside our own replacement text (`[REDACTED:bearer-token]`)
-                continue;
-            }
-            let Some(list) = self.kw_rules.get(m.pattern().as_usize()) else {
-                continue;
-            };
-            for &ri in list {
-                let Some(rule) = rules.get(ri) else { continue };
-                let Some(cov) = covered.get_mut(ri) else {
-                    continue;
-                };
-                if m.start() < *cov {
-                    continue;
+        let mut scan = Scan {
+            covered: vec![0usize; rules.len()],
+            out,
+        };
+        match self.laned(hay.len()) {
+            Some((dfa, start)) => {
+                let mut walk = Walk::default();
+                let mut block_start = 0usize;
+                while block_start < hay.len() {
+                    let block_end = block_start.saturating_add(BLOCK).min(hay.len());
+                    keyword_hits(dfa, *start, hay, block_start, block_end, &mut walk);
+                    for &hit in walk.hits() {
+                        self.on_hit(rules, hay, &markers, hit, &mut scan);
+                    }
+                    block_start = block_end;
                 }
-                *cov = if rule.shape().anchored {
-                    self.scan_anchored(rule, ri, hay, &markers, m.start(), &mut out)
-                } else {
-                    self.scan_window(rule, ri, hay, &markers, (m.start(), m.end()), &mut out)
-                };
+            }
+            None => {
+                for m in self.ac.find_overlapping_iter(hay) {
+                    let hit = (m.pattern().as_usize(), m.start(), m.end());
+                    self.on_hit(rules, hay, &markers, hit, &mut scan);
+                }
             }
         }
+        let mut out = scan.out;
         if !markers.is_empty() {
             out = subtract_markers(hay, &markers, out);
         }
         out
     }
 
-    /// The keyword automaton for a haystack of `len` bytes.
-    fn automaton(&self, len: usize) -> &AhoCorasick {
-        if len < DFA_MIN_HAYSTACK {
-            return &self.ac;
+    /// Runs the rules of the keyword of `hit` (keyword id, start, end),
+    /// unless the hit lies in a marker or an earlier hit's scan of the same
+    /// rule already covered it.
+    fn on_hit(
+        &self,
+        rules: &[Rule],
+        hay: &[u8],
+        markers: &[(usize, usize)],
+        (pid, hit_start, hit_end): (usize, usize, usize),
+        scan: &mut Scan,
+    ) {
+        if !markers.is_empty() && in_marker(markers, hit_start) {
+            // a keyword inside our own replacement text (`[REDACTED:bearer-token]`)
+            return;
         }
-        self.ac_dfa
-            .get_or_init(|| keyword_automaton(&self.keywords, AhoCorasickKind::DFA).ok())
+        let Some(list) = self.kw_rules.get(pid) else {
+            return;
+        };
+        for &ri in list {
+            let Some(rule) = rules.get(ri) else { continue };
+            let Some(&cov) = scan.covered.get(ri) else {
+                continue;
+            };
+            if hit_start < cov {
+                continue;
+            }
+            let next = if rule.shape().anchored {
+                self.scan_anchored(rule, ri, hay, markers, hit_start, &mut scan.out)
+            } else {
+                self.scan_window(rule, ri, hay, markers, (hit_start, hit_end), &mut scan.out)
+            };
+            if let Some(c) = scan.covered.get_mut(ri) {
+                *c = next;
+            }
+        }
+    }
+
+    /// The DFA walk for a haystack of `len` bytes (none for short ones, or
+    /// when the DFA cannot be built: then the NFA runs).
+    fn laned(&self, len: usize) -> Option<&(DFA, StateID)> {
+        let before = self.scanned.fetch_add(len, Ordering::Relaxed);
+        if len < DFA_MIN_HAYSTACK && before.saturating_add(len) < DFA_MIN_HAYSTACK {
+            return None;
+        }
+        self.laned
+            .get_or_init(|| {
+                let dfa = DFA::builder()
+                    .ascii_case_insensitive(true)
+                    .match_kind(MatchKind::Standard)
+                    .start_kind(StartKind::Unanchored)
+                    .prefilter(false)
+                    .build(&self.keywords)
+                    .ok()?;
+                let start = dfa.start_state(AcAnchored::No).ok()?;
+                Some((dfa, start))
+            })
             .as_ref()
-            .unwrap_or(&self.ac)
     }
 
     /// Byte ranges of replacement markers in `hay` (usually none).
@@ -403,6 +610,29 @@ fn keyword_automaton(
         .build(keywords)
 }
 
+/// The distinct keywords of `rules` (first-seen order) and, per keyword,
+/// the rules that list it.
+fn keyword_table(rules: &[Rule]) -> (Vec<String>, Vec<Vec<usize>>) {
+    let mut index: HashMap<String, usize> = HashMap::new();
+    let mut keywords: Vec<String> = Vec::new();
+    let mut kw_rules: Vec<Vec<usize>> = Vec::new();
+    for (ri, rule) in rules.iter().enumerate() {
+        for k in &rule.keywords {
+            let id = *index.entry(k.clone()).or_insert_with(|| {
+                keywords.push(k.clone());
+                kw_rules.push(Vec::new());
+                keywords.len() - 1
+            });
+            if let Some(list) = kw_rules.get_mut(id)
+                && !list.contains(&ri)
+            {
+                list.push(ri);
+            }
+        }
+    }
+    (keywords, kw_rules)
+}
+
 /// Whether `pos` lies inside one of the sorted, disjoint `markers`.
 fn in_marker(markers: &[(usize, usize)], pos: usize) -> bool {
     let i = markers.partition_point(|&(_, e)| e <= pos);
@@ -573,7 +803,134 @@ fn identifier_shape(v: &[u8]) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
+    use proptest::prelude::*;
+
+    /// The reference walk: aho-corasick's own overlapping search over the
+    /// same keywords (what the scan used before the laned walk).
+    fn reference_ac(rules: &[Rule]) -> AhoCorasick {
+        let (keywords, _) = keyword_table(rules);
+        keyword_automaton(&keywords, AhoCorasickKind::DFA).unwrap()
+    }
+
+    fn reference_hits(ac: &AhoCorasick, hay: &[u8]) -> Vec<(usize, usize, usize)> {
+        ac.find_overlapping_iter(hay)
+            .map(|m| (m.pattern().as_usize(), m.start(), m.end()))
+            .collect()
+    }
+
+    fn laned_hits(engine: &Engine, hay: &[u8], block: usize) -> Vec<(usize, usize, usize)> {
+        let mut walk = Walk::default();
+        let mut all = Vec::new();
+        let mut from = 0;
+        while from < hay.len() {
+            let to = from.saturating_add(block).min(hay.len());
+            let (dfa, start) = engine.laned(usize::MAX).unwrap();
+            keyword_hits(dfa, *start, hay, from, to, &mut walk);
+            all.extend(walk.hits().copied());
+            from = to;
+        }
+        all
+    }
+
+    /// The scan driven by the reference walk.
+    fn reference_candidates(
+        engine: &Engine,
+        ac: &AhoCorasick,
+        rules: &[Rule],
+        hay: &[u8],
+    ) -> Vec<Span> {
+        if hay.is_empty() {
+            return Vec::new();
+        }
+        let markers = engine.markers(hay);
+        let mut scan = Scan {
+            covered: vec![0; rules.len()],
+            out: Vec::new(),
+        };
+        for hit in reference_hits(ac, hay) {
+            engine.on_hit(rules, hay, &markers, hit, &mut scan);
+        }
+        if markers.is_empty() {
+            scan.out
+        } else {
+            subtract_markers(hay, &markers, scan.out)
+        }
+    }
+
+    fn scrubber() -> &'static crate::Scrubber {
+        crate::Scrubber::default_rules().unwrap()
+    }
+
+    /// Text made of keywords (random case), secret-like runs, separators,
+    /// line breaks and non-ASCII, long enough to be split into lanes.
+    fn text() -> impl Strategy<Value = Vec<u8>> {
+        let (keywords, _) = keyword_table(&scrubber().rules);
+        let kw = prop::sample::select(keywords).prop_flat_map(|k| {
+            let n = k.len();
+            (Just(k), prop::collection::vec(any::<bool>(), n)).prop_map(|(k, up)| {
+                k.bytes()
+                    .zip(up)
+                    .map(|(b, u)| if u { b.to_ascii_uppercase() } else { b })
+                    .collect::<Vec<u8>>()
+            })
+        });
+        let piece = prop_oneof![
+            6 => kw,
+            3 => "[A-Za-z0-9+/=_.-]{1,40}".prop_map(String::into_bytes),
+            2 => prop::sample::select(vec![" ", "\n", "=", ": ", "\"", "'", "@", "://", "é", "[REDACTED]", "\r\n"])
+                .prop_map(|s| s.as_bytes().to_vec()),
+        ];
+        prop::collection::vec(piece, 0..700).prop_map(|v| v.concat())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+        /// The laned, blocked walk reports exactly the reference's hits in
+        /// the reference's order, whatever the block size.
+        #[test]
+        fn laned_walk_equals_overlapping_search(hay in text(), block in prop::sample::select(vec![1usize, 3, 64, 4095, 4096, 5000, BLOCK])) {
+            let engine = &scrubber().engine;
+            let ac = reference_ac(&scrubber().rules);
+            prop_assert_eq!(laned_hits(engine, &hay, block), reference_hits(&ac, &hay));
+        }
+
+        /// The scan finds the same candidates (hence the same redactions)
+        /// as the scan driven by the reference walk.
+        #[test]
+        fn candidates_equal_reference(hay in text()) {
+            let s = scrubber();
+            let ac = reference_ac(&s.rules);
+            prop_assert_eq!(
+                s.engine.candidates(&s.rules, &hay),
+                reference_candidates(&s.engine, &ac, &s.rules, &hay)
+            );
+        }
+    }
+
+    #[test]
+    fn laned_walk_on_a_large_text_equals_overlapping_search() {
+        let s = scrubber();
+        let ac = reference_ac(&s.rules);
+        let (keywords, _) = keyword_table(&s.rules);
+        let mut hay = Vec::new();
+        let mut i = 0usize;
+        while hay.len() < 3 * BLOCK + 777 {
+            let k = &keywords[(i * 7919) % keywords.len()];
+            hay.extend_from_slice(k.as_bytes());
+            hay.extend_from_slice(&b" x=1\n ab"[..(i % 9)]);
+            i += 1;
+        }
+        let hits = laned_hits(&s.engine, &hay, BLOCK);
+        assert!(hits.len() > 10_000);
+        assert_eq!(hits, reference_hits(&ac, &hay));
+        assert_eq!(
+            s.engine.candidates(&s.rules, &hay),
+            reference_candidates(&s.engine, &ac, &s.rules, &hay)
+        );
+    }
 
     /// The cheap automaton and the DFA report the same overlapping matches,
     /// in the same order, so the scan does not depend on which one ran.
@@ -635,7 +992,7 @@ mod tests {
         let s = crate::Scrubber::build(crate::DEFAULT_RULES_TOML, false).expect("loads");
         let parsed = |s: &crate::Scrubber| s.rules.iter().filter(|r| r.shape_known()).count();
         assert_eq!(parsed(&s), 0);
-        assert!(s.engine.ac_dfa.get().is_none());
+        assert!(s.engine.laned.get().is_none());
         assert!(s.find("00000000-0000-4000-8000-000000000998").is_empty());
         assert_eq!(parsed(&s), 0);
         let found = s.find("token=ghp_R4nd0mL00k1ngT0k3nV4lu3xYz0123456789");
@@ -646,6 +1003,6 @@ mod tests {
             "{n} of {} rules parsed",
             s.rules.len()
         );
-        assert!(s.engine.ac_dfa.get().is_none());
+        assert!(s.engine.laned.get().is_none());
     }
 }
