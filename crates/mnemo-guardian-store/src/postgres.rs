@@ -18,7 +18,7 @@
 
 use crate::decode::{hash_from, verdict_from};
 use mnemo_acs::chain::Hash;
-use mnemo_acs::model::Provenance;
+use mnemo_acs::model::{Origin, Provenance};
 use mnemo_guardian::store::{
     CompactionRecord, SessionHandshake, SessionStore, StepRecord, StoreError,
 };
@@ -32,7 +32,8 @@ pub const COMPONENT: &str = "guardian";
 
 /// Migrations of the Guardian's tables: version `i + 1` is `MIGRATIONS[i]`.
 /// Append only; never edit a released step.
-pub const MIGRATIONS: &[&str] = &["
+pub const MIGRATIONS: &[&str] = &[
+    "
 CREATE TABLE guardian_sessions (
   session_id TEXT PRIMARY KEY, version TEXT, methods TEXT);
 CREATE TABLE guardian_seen_requests (
@@ -53,7 +54,25 @@ CREATE TABLE guardian_compactions (
   id BIGSERIAL PRIMARY KEY, session_id TEXT NOT NULL, step_id TEXT NOT NULL,
   entries TEXT NOT NULL, verdict TEXT NOT NULL);
 CREATE INDEX guardian_compactions_session ON guardian_compactions (session_id, id);
-"];
+",
+    "
+CREATE INDEX guardian_steps_by_step_id ON guardian_steps (session_id, step_id, seq);
+CREATE TABLE guardian_step_origins (
+  session_id TEXT NOT NULL, origin TEXT NOT NULL, seq BIGINT NOT NULL,
+  PRIMARY KEY (session_id, origin, seq));
+CREATE TABLE guardian_step_nodes (
+  session_id TEXT NOT NULL, provenance_id TEXT NOT NULL, seq BIGINT NOT NULL,
+  node TEXT NOT NULL, PRIMARY KEY (session_id, provenance_id, seq));
+INSERT INTO guardian_step_origins (session_id, origin, seq)
+  SELECT DISTINCT s.session_id, e.value->>'origin', s.seq
+  FROM guardian_steps s, json_array_elements(s.provenance::json) AS e(value);
+INSERT INTO guardian_step_nodes (session_id, provenance_id, seq, node)
+  SELECT DISTINCT ON (s.session_id, e.value->>'provenance_id', s.seq)
+         s.session_id, e.value->>'provenance_id', s.seq, e.value::text
+  FROM guardian_steps s, json_array_elements(s.provenance::json) WITH ORDINALITY AS e(value, i)
+  ORDER BY s.session_id, e.value->>'provenance_id', s.seq, e.i DESC;
+",
+];
 
 /// Statements prepared once per connection.
 #[derive(Debug)]
@@ -65,6 +84,10 @@ struct Stmts {
     mark_nonce: Statement,
     record_step: Statement,
     steps: Statement,
+    steps_by_id: Statement,
+    steps_with_origin: Statement,
+    latest_nodes: Statement,
+    has_step: Statement,
     chain_head: Statement,
     append_chain: Statement,
     record_compaction: Statement,
@@ -89,12 +112,43 @@ impl Stmts {
             mark_nonce: c.prepare(
                 "INSERT INTO guardian_seen_nonces (session_id, nonce, at_ms) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
             )?,
+            // The step and its index rows in one statement; a step number
+            // already recorded inserts nothing (and aborts nothing).
             record_step: c.prepare(
-                "INSERT INTO guardian_steps (session_id, seq, step_id, method, provenance) VALUES ($1, $2, $3, $4, $5)
-                 ON CONFLICT (session_id, seq) DO UPDATE SET step_id = EXCLUDED.step_id, method = EXCLUDED.method, provenance = EXCLUDED.provenance",
+                "WITH st AS (
+                   INSERT INTO guardian_steps (session_id, seq, step_id, method, provenance)
+                   VALUES ($1, $2, $3, $4, $5) ON CONFLICT (session_id, seq) DO NOTHING RETURNING seq),
+                 o AS (
+                   INSERT INTO guardian_step_origins (session_id, origin, seq)
+                   SELECT $1, x.origin, st.seq FROM st, unnest($6::text[]) AS x(origin)),
+                 n AS (
+                   INSERT INTO guardian_step_nodes (session_id, provenance_id, seq, node)
+                   SELECT $1, u.id, st.seq, u.node FROM st, unnest($7::text[], $8::text[]) AS u(id, node))
+                 SELECT count(*) FROM st",
             )?,
             steps: c.prepare(
                 "SELECT seq, step_id, method, provenance FROM guardian_steps WHERE session_id = $1 ORDER BY seq",
+            )?,
+            steps_by_id: c.prepare(
+                "SELECT DISTINCT ON (step_id) seq, step_id, method, provenance FROM guardian_steps
+                 WHERE session_id = $1 AND step_id = ANY($2::text[]) ORDER BY step_id, seq DESC",
+            )?,
+            steps_with_origin: c.prepare(
+                "SELECT DISTINCT s.seq, s.step_id, s.method, s.provenance
+                 FROM unnest($2::text[]) AS g(origin)
+                 CROSS JOIN LATERAL (
+                   SELECT o.seq FROM guardian_step_origins o
+                   WHERE o.session_id = $1 AND o.origin = g.origin AND o.seq > $3 AND o.seq < $4
+                   ORDER BY o.seq DESC LIMIT $5) AS x
+                 JOIN guardian_steps s ON s.session_id = $1 AND s.seq = x.seq
+                 ORDER BY s.seq DESC LIMIT $5",
+            )?,
+            latest_nodes: c.prepare(
+                "SELECT DISTINCT ON (provenance_id) seq, node FROM guardian_step_nodes
+                 WHERE session_id = $1 AND provenance_id = ANY($2::text[]) ORDER BY provenance_id, seq DESC",
+            )?,
+            has_step: c.prepare(
+                "SELECT EXISTS (SELECT 1 FROM guardian_steps WHERE session_id = $1 AND step_id = $2 AND method = $3)",
             )?,
             chain_head: c.prepare(
                 "SELECT seq, hash FROM guardian_chain WHERE session_id = $1 ORDER BY seq DESC LIMIT 1",
@@ -138,6 +192,18 @@ fn handshake_from(version: Option<String>, methods: Option<String>) -> Option<Se
     version.map(|version| SessionHandshake {
         version,
         methods: methods.map(|m| m.lines().map(str::to_string).collect()),
+    })
+}
+
+fn step_row(r: mnemo_postgres::postgres::Row) -> Result<StepRecord, StoreError> {
+    let prov: String = r.get(3);
+    let provenance: Vec<Provenance> =
+        serde_json::from_str(&prov).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    Ok(StepRecord {
+        seq: r.get::<_, i64>(0).max(0) as u64,
+        step_id: r.get(1),
+        method: r.get(2),
+        provenance,
     })
 }
 
@@ -256,7 +322,8 @@ impl PostgresStore {
             .call(|c| {
                 c.batch_execute(
                     "TRUNCATE guardian_sessions, guardian_seen_requests, guardian_seen_nonces,
-                     guardian_steps, guardian_chain, guardian_compactions",
+                     guardian_steps, guardian_chain, guardian_compactions,
+                     guardian_step_origins, guardian_step_nodes",
                 )
             })
             .map_err(db)?
@@ -390,28 +457,106 @@ impl SessionStore for PostgresStore {
         let seq = seq_i64(step.seq)?;
         let step_id = step.step_id.clone();
         let method = step.method.clone();
-        self.with_session(session, move |c, st, s| {
-            c.execute(&st.record_step, &[&s, &seq, &step_id, &method, &prov])
+        let mut origins: Vec<String> = step
+            .provenance
+            .iter()
+            .map(|p| p.origin.as_str().to_string())
+            .collect();
+        origins.sort_unstable();
+        origins.dedup();
+        // The last node of each provenance id within the step.
+        let mut last: HashMap<&str, &Provenance> = HashMap::new();
+        for p in &step.provenance {
+            last.insert(p.provenance_id.as_str(), p);
+        }
+        let mut node_ids = Vec::with_capacity(last.len());
+        let mut nodes = Vec::with_capacity(last.len());
+        for (id, p) in last {
+            node_ids.push(id.to_string());
+            nodes.push(serde_json::to_string(p).map_err(|e| StoreError::Corrupt(e.to_string()))?);
+        }
+        let inserted = self.with_session(session, move |c, st, s| {
+            let row = c
+                .query_one(
+                    &st.record_step,
+                    &[
+                        &s, &seq, &step_id, &method, &prov, &origins, &node_ids, &nodes,
+                    ],
+                )
                 .map_err(pgerr)?;
-            Ok(())
-        })
+            Ok(row.get::<_, i64>(0))
+        })?;
+        if inserted == 0 {
+            return Err(StoreError::StepExists {
+                session: session.to_string(),
+                seq: step.seq,
+            });
+        }
+        Ok(())
     }
     fn steps(&mut self, session: &str) -> Result<Vec<StepRecord>, StoreError> {
         self.with_session(session, |c, st, s| {
             let rows = c.query(&st.steps, &[&s]).map_err(pgerr)?;
+            rows.into_iter().map(step_row).collect()
+        })
+    }
+    fn steps_by_id(&mut self, session: &str, ids: &[&str]) -> Result<Vec<StepRecord>, StoreError> {
+        let ids: Vec<String> = ids.iter().map(|s| s.to_string()).collect();
+        self.with_session(session, move |c, st, s| {
+            let rows = c.query(&st.steps_by_id, &[&s, &ids]).map_err(pgerr)?;
+            rows.into_iter().map(step_row).collect()
+        })
+    }
+    fn steps_with_origin(
+        &mut self,
+        session: &str,
+        origins: &[Origin],
+        after: u64,
+        before: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<StepRecord>, StoreError> {
+        let mut origins: Vec<String> = origins.iter().map(|o| o.as_str().to_string()).collect();
+        origins.sort_unstable();
+        origins.dedup();
+        let after = i64::try_from(after).unwrap_or(i64::MAX);
+        let before = before.map_or(i64::MAX, |b| i64::try_from(b).unwrap_or(i64::MAX));
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.with_session(session, move |c, st, s| {
+            let rows = c
+                .query(
+                    &st.steps_with_origin,
+                    &[&s, &origins, &after, &before, &limit],
+                )
+                .map_err(pgerr)?;
+            rows.into_iter().map(step_row).collect()
+        })
+    }
+    fn latest_nodes(
+        &mut self,
+        session: &str,
+        ids: &[&str],
+    ) -> Result<Vec<(u64, Provenance)>, StoreError> {
+        let ids: Vec<String> = ids.iter().map(|s| s.to_string()).collect();
+        self.with_session(session, move |c, st, s| {
+            let rows = c.query(&st.latest_nodes, &[&s, &ids]).map_err(pgerr)?;
             rows.into_iter()
                 .map(|r| {
-                    let prov: String = r.get(3);
-                    let provenance: Vec<Provenance> = serde_json::from_str(&prov)
+                    let node: String = r.get(1);
+                    let p: Provenance = serde_json::from_str(&node)
                         .map_err(|e| StoreError::Corrupt(e.to_string()))?;
-                    Ok(StepRecord {
-                        seq: r.get::<_, i64>(0).max(0) as u64,
-                        step_id: r.get(1),
-                        method: r.get(2),
-                        provenance,
-                    })
+                    Ok((r.get::<_, i64>(0).max(0) as u64, p))
                 })
                 .collect()
+        })
+    }
+    fn has_step(&mut self, session: &str, step_id: &str, method: &str) -> Result<bool, StoreError> {
+        let step_id = step_id.to_string();
+        let method = method.to_string();
+        self.with_session(session, move |c, st, s| {
+            let row = c
+                .query_one(&st.has_step, &[&s, &step_id, &method])
+                .map_err(pgerr)?;
+            Ok(row.get::<_, bool>(0))
         })
     }
     fn chain_head(&mut self, session: &str) -> Result<Option<(u64, Hash)>, StoreError> {

@@ -14,6 +14,7 @@
 //! loaded every write is refused (fail closed).
 
 use mnemo_guardian::chain::Hash;
+use mnemo_guardian::model::{Origin, Provenance};
 use mnemo_guardian::store::{
     CompactionRecord, SessionHandshake, SessionStore, StepRecord, StoreError,
 };
@@ -145,6 +146,30 @@ impl<S: SessionStore> SessionStore for Scrubbed<S> {
     fn steps(&mut self, session: &str) -> Result<Vec<StepRecord>, StoreError> {
         self.inner.steps(session)
     }
+    fn steps_by_id(&mut self, session: &str, ids: &[&str]) -> Result<Vec<StepRecord>, StoreError> {
+        self.inner.steps_by_id(session, ids)
+    }
+    fn steps_with_origin(
+        &mut self,
+        session: &str,
+        origins: &[Origin],
+        after: u64,
+        before: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<StepRecord>, StoreError> {
+        self.inner
+            .steps_with_origin(session, origins, after, before, limit)
+    }
+    fn latest_nodes(
+        &mut self,
+        session: &str,
+        ids: &[&str],
+    ) -> Result<Vec<(u64, Provenance)>, StoreError> {
+        self.inner.latest_nodes(session, ids)
+    }
+    fn has_step(&mut self, session: &str, step_id: &str, method: &str) -> Result<bool, StoreError> {
+        self.inner.has_step(session, step_id, method)
+    }
     fn chain_head(&mut self, session: &str) -> Result<Option<(u64, Hash)>, StoreError> {
         self.inner.chain_head(session)
     }
@@ -179,7 +204,6 @@ impl<S: SessionStore> SessionStore for Scrubbed<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mnemo_guardian::model::{Origin, Provenance};
     use mnemo_guardian::store::MemoryStore;
 
     const PAT: &str = "ghp_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8";

@@ -3,7 +3,7 @@
 
 use crate::decode::{hash_from, verdict_from};
 use mnemo_acs::chain::Hash;
-use mnemo_acs::model::Provenance;
+use mnemo_acs::model::{Origin, Provenance};
 use mnemo_guardian::store::{
     CompactionRecord, SessionHandshake, SessionStore, StepRecord, StoreError,
 };
@@ -58,6 +58,133 @@ CREATE TABLE IF NOT EXISTS compactions (
   entries TEXT NOT NULL, verdict TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS compactions_session ON compactions (session_id, id);
 ";
+
+/// The schema version this build writes (`PRAGMA user_version`): 0 is a
+/// store from before the preCompact indexes, 1 has them.
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// Version 1: what a preCompact looks up, indexed as steps arrive — steps
+/// by step id, the steps carrying each origin, the latest node of each
+/// provenance id (the node's JSON, the last one of its step).
+const INDEXES: &str = "
+CREATE INDEX IF NOT EXISTS steps_by_step_id ON steps (session_id, step_id, seq);
+CREATE TABLE IF NOT EXISTS step_origins (
+  session_id TEXT NOT NULL, origin TEXT NOT NULL, seq INTEGER NOT NULL,
+  PRIMARY KEY (session_id, origin, seq)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS step_nodes (
+  session_id TEXT NOT NULL, provenance_id TEXT NOT NULL, seq INTEGER NOT NULL,
+  node TEXT NOT NULL, PRIMARY KEY (session_id, provenance_id, seq)) WITHOUT ROWID;
+";
+
+/// Fills the index rows of one step (its origins, and its nodes with the
+/// last one of each id winning).
+fn index_step(
+    conn: &Connection,
+    session: &str,
+    seq: i64,
+    provenance: &[Provenance],
+) -> Result<(), StoreError> {
+    let mut origins = conn
+        .prepare_cached(
+            "INSERT OR IGNORE INTO step_origins (session_id, origin, seq) VALUES (?1, ?2, ?3)",
+        )
+        .db()?;
+    for p in provenance {
+        origins
+            .execute(params![session, p.origin.as_str(), seq])
+            .db()?;
+    }
+    let mut nodes = conn
+        .prepare_cached(
+            "INSERT OR REPLACE INTO step_nodes (session_id, provenance_id, seq, node) VALUES (?1, ?2, ?3, ?4)",
+        )
+        .db()?;
+    for p in provenance {
+        let node = serde_json::to_string(p).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        nodes
+            .execute(params![session, p.provenance_id, seq, node])
+            .db()?;
+    }
+    Ok(())
+}
+
+/// Brings a store to [`SCHEMA_VERSION`]: creates the index tables and
+/// fills them from the steps already recorded, in one transaction (a
+/// process opening the store at the same time waits, then sees version 1
+/// and does nothing). A store written by a newer mnemo is refused.
+fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
+    let version = |c: &Connection| -> Result<i64, StoreError> {
+        c.query_row("PRAGMA user_version", [], |r| r.get(0)).db()
+    };
+    let newer = |found: i64| {
+        StoreError::Backend(
+            format!(
+                "the session store is at schema version {found}, written by a newer mnemo; this build knows versions up to {SCHEMA_VERSION}. Upgrade mnemo (or use another store)"
+            )
+            .into(),
+        )
+    };
+    let found = version(conn)?;
+    if found > SCHEMA_VERSION {
+        return Err(newer(found));
+    }
+    if found == SCHEMA_VERSION {
+        return Ok(());
+    }
+    let tx = conn
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .db()?;
+    let found = version(&tx)?;
+    if found > SCHEMA_VERSION {
+        return Err(newer(found));
+    }
+    if found < 1 {
+        tx.execute_batch(INDEXES).db()?;
+        tx.execute_batch("DELETE FROM step_origins; DELETE FROM step_nodes;")
+            .db()?;
+        let mut rows: Vec<(String, i64, String)> = Vec::new();
+        {
+            let mut stmt = tx
+                .prepare("SELECT session_id, seq, provenance FROM steps ORDER BY session_id, seq")
+                .db()?;
+            let it = stmt
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                .db()?;
+            for row in it {
+                rows.push(row.db()?);
+            }
+        }
+        for (session, seq, prov) in rows {
+            let provenance: Vec<Provenance> =
+                serde_json::from_str(&prov).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+            index_step(&tx, &session, seq, &provenance)?;
+        }
+    }
+    tx.pragma_update(None, "user_version", SCHEMA_VERSION)
+        .db()?;
+    tx.commit().db()?;
+    Ok(())
+}
+
+fn seq_i64(seq: u64) -> i64 {
+    i64::try_from(seq).unwrap_or(i64::MAX)
+}
+
+fn step_from(
+    seq: i64,
+    step_id: String,
+    method: String,
+    prov: &str,
+) -> Result<StepRecord, StoreError> {
+    let provenance: Vec<Provenance> =
+        serde_json::from_str(prov).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    Ok(StepRecord {
+        seq: u64::try_from(seq).unwrap_or(0),
+        step_id,
+        method,
+        provenance,
+    })
+}
 
 impl SqliteStore {
     /// Opens (creating if needed) the store at `path`, creating parent directories.
@@ -132,7 +259,7 @@ impl SqliteStore {
         Ok(out)
     }
 
-    fn init(conn: Connection) -> Result<Self, StoreError> {
+    fn init(mut conn: Connection) -> Result<Self, StoreError> {
         conn.busy_timeout(std::time::Duration::from_secs(5)).db()?;
         // journal_mode returns a row; ignore which mode was granted (memory dbs say "memory").
         let _mode: String = conn
@@ -156,6 +283,7 @@ impl SqliteStore {
             conn.execute_batch("ALTER TABLE sessions ADD COLUMN methods TEXT")
                 .db()?;
         }
+        migrate(&mut conn)?;
         Ok(SqliteStore {
             conn,
             in_tx: false,
@@ -255,11 +383,25 @@ impl SessionStore for SqliteStore {
     fn record_step(&mut self, session: &str, step: &StepRecord) -> Result<(), StoreError> {
         let prov = serde_json::to_string(&step.provenance)
             .map_err(|e| StoreError::Corrupt(e.to_string()))?;
-        self.conn
+        let seq = seq_i64(step.seq);
+        // One savepoint: the step and its index rows are kept together or
+        // not at all, and a refused step leaves the unit of work usable.
+        let sp = self.conn.savepoint().db()?;
+        let inserted = sp
             .prepare_cached(
-                "INSERT OR REPLACE INTO steps (session_id, seq, step_id, method, provenance) VALUES (?1, ?2, ?3, ?4, ?5)",
-            ).db()?
-            .execute(params![session, step.seq as i64, step.step_id, step.method, prov]).db()?;
+                "INSERT OR IGNORE INTO steps (session_id, seq, step_id, method, provenance) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )
+            .db()?
+            .execute(params![session, seq, step.step_id, step.method, prov])
+            .db()?;
+        if inserted == 0 {
+            return Err(StoreError::StepExists {
+                session: session.to_string(),
+                seq: step.seq,
+            });
+        }
+        index_step(&sp, session, seq, &step.provenance)?;
+        sp.commit().db()?;
         Ok(())
     }
     fn steps(&mut self, session: &str) -> Result<Vec<StepRecord>, StoreError> {
@@ -279,16 +421,115 @@ impl SessionStore for SqliteStore {
         let mut out = Vec::new();
         for row in rows {
             let (seq, step_id, method, prov) = row.db()?;
-            let provenance: Vec<Provenance> =
-                serde_json::from_str(&prov).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-            out.push(StepRecord {
-                seq: seq.max(0) as u64,
-                step_id,
-                method,
-                provenance,
-            });
+            out.push(step_from(seq, step_id, method, &prov)?);
         }
         Ok(out)
+    }
+    fn steps_by_id(&mut self, session: &str, ids: &[&str]) -> Result<Vec<StepRecord>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT seq, step_id, method, provenance FROM steps WHERE session_id = ?1 AND step_id = ?2 ORDER BY seq DESC LIMIT 1",
+            )
+            .db()?;
+        let mut seen = std::collections::BTreeSet::new();
+        let mut out = Vec::new();
+        for id in ids {
+            if !seen.insert(*id) {
+                continue;
+            }
+            let row: Option<(i64, String, String, String)> = stmt
+                .query_row(params![session, id], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+                })
+                .optional()
+                .db()?;
+            if let Some((seq, step_id, method, prov)) = row {
+                out.push(step_from(seq, step_id, method, &prov)?);
+            }
+        }
+        Ok(out)
+    }
+    fn steps_with_origin(
+        &mut self,
+        session: &str,
+        origins: &[Origin],
+        after: u64,
+        before: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<StepRecord>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT s.seq, s.step_id, s.method, s.provenance FROM step_origins o
+                 JOIN steps s ON s.session_id = o.session_id AND s.seq = o.seq
+                 WHERE o.session_id = ?1 AND o.origin = ?2 AND o.seq > ?3 AND o.seq < ?4
+                 ORDER BY o.seq DESC LIMIT ?5",
+            )
+            .db()?;
+        let after = seq_i64(after);
+        let before = before.map_or(i64::MAX, seq_i64);
+        let lim = i64::try_from(limit).unwrap_or(i64::MAX);
+        let mut found: std::collections::BTreeMap<i64, (String, String, String)> =
+            std::collections::BTreeMap::new();
+        let mut done = std::collections::BTreeSet::new();
+        for o in origins {
+            if !done.insert(*o) {
+                continue;
+            }
+            let rows = stmt
+                .query_map(params![session, o.as_str(), after, before, lim], |r| {
+                    Ok((r.get::<_, i64>(0)?, (r.get(1)?, r.get(2)?, r.get(3)?)))
+                })
+                .db()?;
+            for row in rows {
+                let (seq, rest) = row.db()?;
+                found.insert(seq, rest);
+            }
+        }
+        let mut out = Vec::new();
+        for (seq, (step_id, method, prov)) in found.into_iter().rev().take(limit) {
+            out.push(step_from(seq, step_id, method, &prov)?);
+        }
+        Ok(out)
+    }
+    fn latest_nodes(
+        &mut self,
+        session: &str,
+        ids: &[&str],
+    ) -> Result<Vec<(u64, Provenance)>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT seq, node FROM step_nodes WHERE session_id = ?1 AND provenance_id = ?2 ORDER BY seq DESC LIMIT 1",
+            )
+            .db()?;
+        let mut seen = std::collections::BTreeSet::new();
+        let mut out = Vec::new();
+        for id in ids {
+            if !seen.insert(*id) {
+                continue;
+            }
+            let row: Option<(i64, String)> = stmt
+                .query_row(params![session, id], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()
+                .db()?;
+            if let Some((seq, node)) = row {
+                let p: Provenance =
+                    serde_json::from_str(&node).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+                out.push((u64::try_from(seq).unwrap_or(0), p));
+            }
+        }
+        Ok(out)
+    }
+    fn has_step(&mut self, session: &str, step_id: &str, method: &str) -> Result<bool, StoreError> {
+        self.conn
+            .prepare_cached(
+                "SELECT EXISTS (SELECT 1 FROM steps WHERE session_id = ?1 AND step_id = ?2 AND method = ?3)",
+            )
+            .db()?
+            .query_row(params![session, step_id, method], |r| r.get::<_, bool>(0))
+            .db()
     }
     fn chain_head(&mut self, session: &str) -> Result<Option<(u64, Hash)>, StoreError> {
         let row: Option<(i64, Vec<u8>)> = self

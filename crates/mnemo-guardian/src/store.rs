@@ -20,6 +20,17 @@ pub enum StoreError {
     /// Filesystem.
     #[error("session store: {0}")]
     Io(#[from] std::io::Error),
+    /// A step with this number is already recorded in the session: a
+    /// recorded step is never replaced.
+    #[error(
+        "session store: step {seq} of session {session} is already recorded; a step is never replaced"
+    )]
+    StepExists {
+        /// The session.
+        session: String,
+        /// The step number.
+        seq: u64,
+    },
 }
 
 /// One recorded step.
@@ -112,7 +123,8 @@ pub trait SessionStore {
         let _ = before_ms;
         Ok(())
     }
-    /// Appends a step.
+    /// Appends a step. A step whose number the session already recorded
+    /// is refused with [`StoreError::StepExists`] and changes nothing.
     fn record_step(&mut self, session: &str, step: &StepRecord) -> Result<(), StoreError>;
     /// All steps of a session, in order.
     fn steps(&mut self, session: &str) -> Result<Vec<StepRecord>, StoreError>;
@@ -281,6 +293,12 @@ impl SessionStore for MemoryStore {
     }
     fn record_step(&mut self, session: &str, step: &StepRecord) -> Result<(), StoreError> {
         let s = self.s(session);
+        if s.steps.binary_search_by_key(&step.seq, |st| st.seq).is_ok() {
+            return Err(StoreError::StepExists {
+                session: session.to_string(),
+                seq: step.seq,
+            });
+        }
         if s.steps.last().is_some_and(|last| last.seq >= step.seq) {
             return Err(StoreError::Corrupt(format!(
                 "step {} recorded after step {}",
@@ -475,6 +493,9 @@ impl<T: SessionStore + ?Sized> SessionStore for Box<T> {
         ids: &[&str],
     ) -> Result<Vec<(u64, Provenance)>, StoreError> {
         (**self).latest_nodes(session, ids)
+    }
+    fn has_step(&mut self, session: &str, step_id: &str, method: &str) -> Result<bool, StoreError> {
+        (**self).has_step(session, step_id, method)
     }
     fn chain_head(&mut self, session: &str) -> Result<Option<(u64, Hash)>, StoreError> {
         (**self).chain_head(session)
