@@ -143,6 +143,8 @@ pub fn read_store(path: &Path, policy: &Policy) -> Result<StoreDump> {
                     step_id: c.step_id,
                     entries: c.entries,
                     verdict: c.verdict.as_str().to_string(),
+                    reasoning: c.reasoning,
+                    reason_codes: c.reason_codes,
                 })
                 .collect(),
         })

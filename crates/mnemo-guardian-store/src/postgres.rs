@@ -74,6 +74,11 @@ INSERT INTO guardian_step_nodes (session_id, provenance_id, seq, node)
 ",
 ];
 
+/// Columns added after the first migration, idempotently (ADD COLUMN IF NOT
+/// EXISTS), so that they take no migration number that another branch may
+/// also use: a preCompact decision's reasoning and reason codes.
+const ADD_COLUMNS: &str = "ALTER TABLE guardian_compactions ADD COLUMN IF NOT EXISTS reasoning TEXT, ADD COLUMN IF NOT EXISTS reason_codes TEXT";
+
 /// Statements prepared once per connection.
 #[derive(Debug)]
 struct Stmts {
@@ -157,10 +162,10 @@ impl Stmts {
                 "INSERT INTO guardian_chain (session_id, seq, canonical, hash) VALUES ($1, $2, $3, $4)",
             )?,
             record_compaction: c.prepare(
-                "INSERT INTO guardian_compactions (session_id, step_id, entries, verdict) VALUES ($1, $2, $3, $4)",
+                "INSERT INTO guardian_compactions (session_id, step_id, entries, verdict, reasoning, reason_codes) VALUES ($1, $2, $3, $4, $5, $6)",
             )?,
             last_compaction: c.prepare(
-                "SELECT step_id, entries, verdict FROM guardian_compactions WHERE session_id = $1 ORDER BY id DESC LIMIT 1",
+                "SELECT step_id, entries, verdict, reasoning, reason_codes FROM guardian_compactions WHERE session_id = $1 ORDER BY id DESC LIMIT 1",
             )?,
         })
     }
@@ -231,6 +236,9 @@ impl PostgresStore {
     pub fn open(url: &str) -> Result<Self, StoreError> {
         let pg = Pg::connect(url).map_err(db)?;
         pg.migrate(COMPONENT, MIGRATIONS).map_err(db)?;
+        pg.call(|c| c.batch_execute(ADD_COLUMNS))
+            .map_err(db)?
+            .map_err(pgerr)?;
         let stmts = pg.call(Stmts::prepare).map_err(db)?.map_err(pgerr)?;
         Ok(PostgresStore {
             pg,
@@ -595,9 +603,15 @@ impl SessionStore for PostgresStore {
             serde_json::to_string(&rec.entries).map_err(|e| StoreError::Corrupt(e.to_string()))?;
         let step_id = rec.step_id.clone();
         let verdict = rec.verdict.as_str().to_string();
+        let reasoning = rec.reasoning.clone();
+        let codes = serde_json::to_string(&rec.reason_codes)
+            .map_err(|e| StoreError::Corrupt(e.to_string()))?;
         self.with_session(session, move |c, st, s| {
-            c.execute(&st.record_compaction, &[&s, &step_id, &entries, &verdict])
-                .map_err(pgerr)?;
+            c.execute(
+                &st.record_compaction,
+                &[&s, &step_id, &entries, &verdict, &reasoning, &codes],
+            )
+            .map_err(pgerr)?;
             Ok(())
         })
     }
@@ -608,11 +622,14 @@ impl SessionStore for PostgresStore {
                 Some(r) => {
                     let entries: String = r.get(1);
                     let verdict: String = r.get(2);
+                    let codes: Option<String> = r.get(4);
                     Ok(Some(CompactionRecord {
                         step_id: r.get(0),
                         entries: serde_json::from_str(&entries)
                             .map_err(|e| StoreError::Corrupt(e.to_string()))?,
                         verdict: verdict_from(&verdict)?,
+                        reasoning: r.get(3),
+                        reason_codes: crate::sqlite::reason_codes_from(codes.as_deref())?,
                     }))
                 }
             }

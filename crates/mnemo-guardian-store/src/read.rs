@@ -48,6 +48,7 @@ pub fn read_sessions(path: &Path) -> Result<Vec<SessionRecords>, StoreError> {
             ids.push(db(r)?);
         }
     }
+    let with_reasons = crate::sqlite::has_column(&conn, "compactions", "reasoning")?;
     let mut out = Vec::new();
     for id in ids {
         let mut steps = Vec::new();
@@ -87,24 +88,32 @@ pub fn read_sessions(path: &Path) -> Result<Vec<SessionRecords>, StoreError> {
             ));
         }
         let mut compactions = Vec::new();
-        let mut stmt = db(conn.prepare(
-            "SELECT step_id, entries, verdict FROM compactions WHERE session_id = ?1 ORDER BY id",
-        ))?;
+        // Stores written before the reasoning was kept lack its columns.
+        let sql = if with_reasons {
+            "SELECT step_id, entries, verdict, reasoning, reason_codes FROM compactions WHERE session_id = ?1 ORDER BY id"
+        } else {
+            "SELECT step_id, entries, verdict, NULL, NULL FROM compactions WHERE session_id = ?1 ORDER BY id"
+        };
+        let mut stmt = db(conn.prepare(sql))?;
         let rows = db(stmt.query_map(params![id], |r| {
             Ok((
                 r.get::<_, String>(0)?,
                 r.get::<_, String>(1)?,
                 r.get::<_, String>(2)?,
+                r.get::<_, Option<String>>(3)?,
+                r.get::<_, Option<String>>(4)?,
             ))
         }))?;
         for row in rows {
-            let (step_id, entries, v) = db(row)?;
+            let (step_id, entries, v, reasoning, codes) = db(row)?;
             let entries: Vec<String> =
                 serde_json::from_str(&entries).map_err(|e| StoreError::Corrupt(e.to_string()))?;
             compactions.push(CompactionRecord {
                 step_id,
                 entries,
                 verdict: verdict(&v)?,
+                reasoning,
+                reason_codes: crate::sqlite::reason_codes_from(codes.as_deref())?,
             });
         }
         out.push(SessionRecords {
@@ -155,6 +164,8 @@ mod tests {
                     step_id: "a-2".into(),
                     entries: vec!["a-1".into()],
                     verdict: Verdict::Deny,
+                    reasoning: Some("denied: re-ground to end it".into()),
+                    reason_codes: vec!["untrusted_content".into()],
                 },
             )
             .unwrap();
@@ -171,6 +182,11 @@ mod tests {
         assert_eq!(got[0].steps.len(), 2);
         assert_eq!(got[0].steps[1].1.as_deref(), Some("2026-12-01T00:00:02Z"));
         assert_eq!(got[0].compactions[0].verdict, Verdict::Deny);
+        assert_eq!(
+            got[0].compactions[0].reasoning.as_deref(),
+            Some("denied: re-ground to end it")
+        );
+        assert_eq!(got[0].compactions[0].reason_codes, ["untrusted_content"]);
         assert!(read_sessions(&dir.join("missing.sqlite3")).is_err());
         let _ = std::fs::remove_dir_all(&dir);
     }

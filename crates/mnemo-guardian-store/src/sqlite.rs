@@ -186,6 +186,31 @@ fn step_from(
     })
 }
 
+/// Whether `table` has `column` (stores written before a column was added
+/// lack it).
+pub(crate) fn has_column(conn: &Connection, table: &str, column: &str) -> Result<bool, StoreError> {
+    let mut stmt = conn
+        .prepare("SELECT name FROM pragma_table_info(?1)")
+        .db()?;
+    let names = stmt
+        .query_map(params![table], |r| r.get::<_, String>(0))
+        .db()?;
+    for n in names {
+        if n.db()? == column {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// The reason codes column: a JSON array, or NULL in rows of older stores.
+pub(crate) fn reason_codes_from(codes: Option<&str>) -> Result<Vec<String>, StoreError> {
+    match codes {
+        None => Ok(Vec::new()),
+        Some(c) => serde_json::from_str(c).map_err(|e| StoreError::Corrupt(e.to_string())),
+    }
+}
+
 impl SqliteStore {
     /// Opens (creating if needed) the store at `path`, creating parent directories.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
@@ -270,6 +295,12 @@ impl SqliteStore {
         )
         .db()?;
         conn.execute_batch(SCHEMA).db()?;
+        if !has_column(&conn, "compactions", "reasoning")? {
+            conn.execute_batch(
+                "ALTER TABLE compactions ADD COLUMN reasoning TEXT; ALTER TABLE compactions ADD COLUMN reason_codes TEXT;",
+            )
+            .db()?;
+        }
         // Stores made before sessions kept their negotiated methods.
         let has_methods: bool = conn
             .query_row(
@@ -569,26 +600,31 @@ impl SessionStore for SqliteStore {
     ) -> Result<(), StoreError> {
         let entries =
             serde_json::to_string(&rec.entries).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let codes = serde_json::to_string(&rec.reason_codes)
+            .map_err(|e| StoreError::Corrupt(e.to_string()))?;
         self.conn
-            .prepare_cached("INSERT INTO compactions (session_id, step_id, entries, verdict) VALUES (?1, ?2, ?3, ?4)").db()?
-            .execute(params![session, rec.step_id, entries, rec.verdict.as_str()]).db()?;
+            .prepare_cached("INSERT INTO compactions (session_id, step_id, entries, verdict, reasoning, reason_codes) VALUES (?1, ?2, ?3, ?4, ?5, ?6)").db()?
+            .execute(params![session, rec.step_id, entries, rec.verdict.as_str(), rec.reasoning, codes]).db()?;
         Ok(())
     }
     fn last_compaction(&mut self, session: &str) -> Result<Option<CompactionRecord>, StoreError> {
-        let row: Option<(String, String, String)> = self
+        type Row = (String, String, String, Option<String>, Option<String>);
+        let row: Option<Row> = self
             .conn
             .prepare_cached(
-                "SELECT step_id, entries, verdict FROM compactions WHERE session_id = ?1 ORDER BY id DESC LIMIT 1",
+                "SELECT step_id, entries, verdict, reasoning, reason_codes FROM compactions WHERE session_id = ?1 ORDER BY id DESC LIMIT 1",
             ).db()?
-            .query_row(params![session], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .query_row(params![session], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
             .optional().db()?;
         match row {
             None => Ok(None),
-            Some((step_id, entries, verdict)) => Ok(Some(CompactionRecord {
+            Some((step_id, entries, verdict, reasoning, codes)) => Ok(Some(CompactionRecord {
                 step_id,
                 entries: serde_json::from_str(&entries)
                     .map_err(|e| StoreError::Corrupt(e.to_string()))?,
                 verdict: verdict_from(&verdict)?,
+                reasoning,
+                reason_codes: reason_codes_from(codes.as_deref())?,
             })),
         }
     }

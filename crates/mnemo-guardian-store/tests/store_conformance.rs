@@ -104,6 +104,8 @@ fn conformance(s: &mut dyn SessionStore, p: &str, transactional: bool) {
         step_id: id.into(),
         entries: vec!["p-r1".into(), format!("{id}-e")],
         verdict: v,
+        reasoning: Some(format!("{id}: way out")),
+        reason_codes: vec![format!("{id}_code")],
     };
     s.record_compaction(&s1, &c("c1", Verdict::Deny)).unwrap();
     s.record_compaction(&s1, &c("c2", Verdict::Allow)).unwrap();

@@ -867,6 +867,8 @@ impl<S: SessionStore> Guardian<S> {
             step_id: params.request_id.clone(),
             entries: pc.entries_to_compact.clone(),
             verdict: d.verdict,
+            reasoning: Some(d.reasoning.clone()),
+            reason_codes: d.reason_codes.iter().chain(&codes_extra).cloned().collect(),
         };
         let hash =
             self.record_pre_compact(session, method, params, params_v, record, Vec::new())?;
@@ -985,6 +987,8 @@ impl<S: SessionStore> Guardian<S> {
                     step_id: params.request_id.clone(),
                     entries: pc.entries_to_compact.clone(),
                     verdict: d.verdict,
+                    reasoning: Some(d.reasoning.clone()),
+                    reason_codes: d.reason_codes.clone(),
                 };
                 self.record_pre_compact(
                     host.session_id,

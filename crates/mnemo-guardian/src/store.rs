@@ -75,6 +75,12 @@ pub struct CompactionRecord {
     pub entries: Vec<String>,
     /// The verdict given.
     pub verdict: Verdict,
+    /// The decision's reasoning (a deny says what ends it: its way out)
+    /// and its reason codes; `None` in records of stores written before
+    /// they were kept.
+    pub reasoning: Option<String>,
+    /// The decision's machine-readable reason codes.
+    pub reason_codes: Vec<String>,
 }
 
 /// Storage of the Guardian's session state. Every method is one small

@@ -830,20 +830,25 @@ fn session(o: &mut String, k: usize, s: &SessionReport) {
     let folded = fold_open(o, s.compactions.len(), "compaction decisions");
     let _ = writeln!(
         o,
-        "<table class=\"compactions-table\">\n<caption>Compaction decisions of session {} (the store keeps verdicts, not reasons)</caption>",
+        "<table class=\"compactions-table\">\n<caption>Compaction decisions of session {} with the Guardian's reasoning and way out</caption>",
         esc(&s.session_id)
     );
-    o.push_str("<thead><tr><th scope=\"col\">Step</th><th scope=\"col\">Verdict</th><th scope=\"col\" class=\"n\">Entries</th><th scope=\"col\">Entry ids</th></tr></thead>\n<tbody>\n");
+    o.push_str("<thead><tr><th scope=\"col\">Step</th><th scope=\"col\">Verdict</th><th scope=\"col\" class=\"n\">Entries</th><th scope=\"col\">Entry ids</th><th scope=\"col\">Reasoning and way out</th><th scope=\"col\">Reason codes</th></tr></thead>\n<tbody>\n");
     for c in &s.compactions {
         let ids: Vec<String> = c.entries.iter().map(|x| esc(x)).collect();
         let _ = writeln!(
             o,
-            "<tr data-verdict=\"{}\"><th scope=\"row\">{}</th><td>{}</td><td class=\"n\">{}</td><td>{}</td></tr>",
+            "<tr data-verdict=\"{}\"><th scope=\"row\">{}</th><td>{}</td><td class=\"n\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             esc(&c.verdict),
             esc(&c.step_id),
             esc(&c.verdict),
             c.entries.len(),
-            ids.join(", ")
+            ids.join(", "),
+            esc(c
+                .reasoning
+                .as_deref()
+                .unwrap_or("not recorded (older store)")),
+            esc(&c.reason_codes.join(", "))
         );
     }
     o.push_str("</tbody>\n</table>\n");

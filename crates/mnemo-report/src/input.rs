@@ -65,4 +65,9 @@ pub struct CompactionRow {
     pub entries: Vec<String>,
     /// `allow`, `deny` or `modify`.
     pub verdict: String,
+    /// The Guardian's reasoning; a deny's says what ends it (its way out).
+    /// `None` for stores written before it was kept.
+    pub reasoning: Option<String>,
+    /// The decision's reason codes.
+    pub reason_codes: Vec<String>,
 }

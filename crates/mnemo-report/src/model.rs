@@ -26,7 +26,7 @@ pub const NOT_RECORDED: &[&str] = &[
     "a C7 trim records the archived entry text, not when it ran or the section size before and after",
     "the explain of a score is not stored: it is recomputed from the progress log's summary and file list with the configuration in effect",
     "the raw input of an entry is not kept: its size is that of the progress log's summary and file list, which leave out the gotcha and other fields, so an entry can be larger than this input",
-    "the Guardian store keeps verdicts of preCompact decisions but not their reasoning or way out",
+    "preCompact decisions recorded by a Guardian before it kept their reasoning show the verdict only",
 ];
 
 /// Counts by band.
@@ -1006,6 +1006,8 @@ fn guardian_report(store: &StoreDump, clean: &dyn Fn(&str) -> String) -> Guardia
                     step_id: clean(&c.step_id),
                     entries: c.entries.iter().map(|e| clean(e)).collect(),
                     verdict: clean(&c.verdict),
+                    reasoning: c.reasoning.as_deref().map(clean),
+                    reason_codes: c.reason_codes.iter().map(|x| clean(x)).collect(),
                 })
                 .collect();
             let mut by_origin = BTreeMap::new();
