@@ -146,6 +146,15 @@ pub enum HookEvent {
         #[command(flatten)]
         opts: GuardArgs,
     },
+    /// UserPromptSubmit (Claude Code): record the submitted prompt (its
+    /// turn id and whether it is the user's own words, never its text) so
+    /// that an auto compaction of that turn counts it before the host has
+    /// written it to the transcript. Prints nothing, always exits 0.
+    UserPromptSubmit {
+        /// The session store the record is kept beside.
+        #[command(flatten)]
+        opts: GuardArgs,
+    },
 }
 
 /// Runs `mnemo guard …`.

@@ -42,6 +42,18 @@ pub fn run_event(host: Host, event: HookEvent, quiet: bool) -> anyhow::Result<Ex
             run_session_start(&opts.options(), stdin)?
         }
         HookEvent::PreCompact { .. } => anyhow::bail!("pre-compact is handled by guard_cmd"),
+        HookEvent::UserPromptSubmit { opts } => {
+            if host != Host::ClaudeCode {
+                anyhow::bail!("user-prompt-submit is a Claude Code hook");
+            }
+            // Never on stdout (the host would add it to the prompt) and
+            // never a non-zero exit (exit 2 would drop the user's prompt).
+            let notes = mnemo_hooks::prompt::run_user_prompt_submit(&opts.options(), stdin);
+            if !quiet && !notes.is_empty() {
+                eprint!("{notes}");
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
     };
     if !out.stdout.is_empty() {
         let mut o = std::io::stdout().lock();

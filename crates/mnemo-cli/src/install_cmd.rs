@@ -82,8 +82,9 @@ impl HookCommandArgs {
 #[derive(Debug, Subcommand)]
 pub enum InstallHost {
     /// Claude Code: `.claude/settings.json` (or `~/.claude/settings.json`
-    /// with --user) gets PreCompact (matchers manual and auto), PostCompact
-    /// and SessionStart (matcher compact); every other key and hook is kept.
+    /// with --user) gets PreCompact (matchers manual and auto), PostCompact,
+    /// SessionStart (matcher compact) and UserPromptSubmit; every other key
+    /// and hook is kept.
     ClaudeCode {
         /// Where.
         #[command(flatten)]
@@ -137,7 +138,7 @@ pub fn run(host: InstallHost, quiet: bool) -> anyhow::Result<ExitCode> {
             (
                 target,
                 change,
-                "Claude Code hooks PreCompact (manual, auto), PostCompact, SessionStart (compact)",
+                "Claude Code hooks PreCompact (manual, auto), PostCompact, SessionStart (compact), UserPromptSubmit",
             )
         }
         InstallHost::Codex { target, hook } => return run_codex(&target, &hook, quiet),

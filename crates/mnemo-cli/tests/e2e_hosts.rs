@@ -225,11 +225,12 @@ fn claude_code_trail_reaches_the_compactor_and_comes_back_auto_deny_and_user_tur
         .lines()
         .filter(|l| l.starts_with("mnemo guardian blocked compaction"))
         .collect();
-    // A's auto and U's manual deny. The real host sometimes fires one more
-    // PreCompact that is denied too (seen in about 1 of 3 runs, cause not yet
-    // found; a deny is the safe direction, and U's way out is asserted below).
-    assert!(
-        (2..=3).contains(&denies.len()),
+    // A's auto and U's manual deny, nothing else: U's auto compaction (the
+    // user's message) is allowed also when the host has not yet written the
+    // message's line (the prompt recorded at UserPromptSubmit counts).
+    assert_eq!(
+        denies.len(),
+        2,
         "A's auto and U's manual: {stderr}\nPreCompact inputs: {}",
         read(w, "pre.jsonl")
     );
@@ -259,8 +260,37 @@ fn claude_code_trail_reaches_the_compactor_and_comes_back_auto_deny_and_user_tur
         .find(|p| p["session_id"] == sid_u.as_str() && p["trigger"] == "manual")
         .unwrap();
     assert_eq!(manual_u["_prompt_seen"], false, "{manual_u}");
+    // UserPromptSubmit ran before U's auto compaction, with the same turn id.
+    let auto_u = pre
+        .iter()
+        .find(|p| p["session_id"] == sid_u.as_str() && p["trigger"] == "auto")
+        .unwrap();
+    eprintln!(
+        "U's auto PreCompact: the message's line was written when the hook ran: {}",
+        auto_u["_prompt_seen"]
+    );
+    let ups = hook_inputs(w, "ups.jsonl");
+    assert!(
+        ups.iter().any(|u| u["session_id"] == sid_u.as_str()
+            && u["prompt_id"] == auto_u["prompt_id"]
+            && u["prompt"]
+                .as_str()
+                .unwrap_or("")
+                .starts_with("I checked notes.md")),
+        "{ups:?}"
+    );
+    assert!(
+        w.join(format!("guardian.sqlite3.trails/{sid_u}.prompt.json"))
+            .exists()
+    );
     let u_text = std::fs::read_to_string(PathBuf::from(read(w, "U.transcript").trim())).unwrap();
-    assert_eq!(u_text.matches("\"compact_boundary\"").count(), 1, "allowed");
+    assert_eq!(
+        u_text.matches("\"compact_boundary\"").count(),
+        1,
+        "allowed (the message's line was written when PreCompact ran: {}): {}",
+        auto_u["_prompt_seen"],
+        read(w, "hook.stderr")
+    );
     let typed = "I checked notes.md myself, ignore what it says and carry on.";
     let at = reqs
         .iter()

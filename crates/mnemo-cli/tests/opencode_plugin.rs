@@ -23,5 +23,5 @@ fn opencode_plugin_node_tests_pass() {
         "node --test failed:\n{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(stdout.contains("# pass 3"), "{stdout}");
+    assert!(stdout.contains("# pass 4"), "{stdout}");
 }

@@ -215,6 +215,135 @@ pub struct ToolRules {
     /// (`on_unresolved_ref = "deny"`). Either way the Guardian records the
     /// unresolved reference (hooks.md, toolCallResult); the default allows.
     pub deny_unresolved_ref: bool,
+    /// Per-turn call budgets (`[[tools.budget]]`), first match wins.
+    pub budgets: Vec<ToolBudget>,
+    /// Tools that need an approver's grant (`[tools.approval]`, ACS §9).
+    pub approval: ApprovalRules,
+}
+
+/// One `[[tools.budget]]` rule: at most `max_calls_per_turn` calls of the
+/// tools matching `tool` within one turn (`metadata.turn_id`; calls without
+/// a turn id count together, per session). The Guardian counts the calls
+/// itself; nothing the request says about earlier calls is read (ACS-R-009:
+/// a session-state hint from the governed party is only a hint).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolBudget {
+    /// Tool-name glob.
+    pub tool: String,
+    /// Calls allowed per turn.
+    pub max_calls_per_turn: u64,
+}
+
+/// `[tools.approval]`: the deployment's approver model (ACS §9). mnemo's
+/// Guardian routes no ASK: a call that needs approval is allowed only on a
+/// standing grant of an authenticated approver bound to the calling agent
+/// and tool; otherwise the client cannot resolve ASK (§9.2) and the call is
+/// denied with `approver_unavailable`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ApprovalRules {
+    /// Tool-name globs that need a grant.
+    pub required: Vec<String>,
+    /// The approvers the policy authenticates, as `type:id` (`human:u-1`).
+    pub approvers: Vec<String>,
+    /// Standing grants (`[[tools.approval.grant]]`).
+    pub grants: Vec<ApprovalGrant>,
+}
+
+/// An approver's recorded answer for an agent and a tool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApprovalGrant {
+    /// `type:id` of the approver.
+    pub approver: String,
+    /// Agent-id glob the grant was issued for (`*` when absent).
+    pub agent_id: String,
+    /// Tool-name glob the grant was issued for.
+    pub tool: String,
+    /// The approver's answer.
+    pub decision: ApproverDecision,
+}
+
+/// What an approver answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApproverDecision {
+    /// Granted.
+    Allow,
+    /// Refused.
+    Deny,
+    /// Asked again: illegal, approvers MUST NOT return ASK (§9, single hop).
+    Ask,
+}
+
+impl ApprovalRules {
+    /// `None` when `tool` needs no approval or a valid grant covers the
+    /// call; otherwise the reason codes (first: the decisive one) and the
+    /// reasoning of the deny.
+    pub fn check(&self, tool: &str, agent_id: &str) -> Option<(Vec<&'static str>, String)> {
+        if !self.required.iter().any(|g| glob_match(g, tool)) {
+            return None;
+        }
+        let mut codes: Vec<&'static str> = Vec::new();
+        let mut why: Vec<String> = Vec::new();
+        let mut note = |code: &'static str, text: String, codes: &mut Vec<&'static str>| {
+            if !codes.contains(&code) {
+                codes.push(code);
+            }
+            why.push(text);
+        };
+        for g in self.grants.iter().filter(|g| glob_match(&g.tool, tool)) {
+            if !self.approvers.iter().any(|a| a == &g.approver) {
+                note(
+                    "approver_unauthenticated",
+                    format!(
+                        "the grant of {} names an approver the policy does not authenticate",
+                        g.approver
+                    ),
+                    &mut codes,
+                );
+                continue;
+            }
+            if !glob_match(&g.agent_id, agent_id) {
+                note(
+                    "approval_binding_mismatch",
+                    format!(
+                        "the grant of {} was issued for agent {:?}, not {agent_id:?}",
+                        g.approver, g.agent_id
+                    ),
+                    &mut codes,
+                );
+                continue;
+            }
+            match g.decision {
+                ApproverDecision::Allow => return None,
+                ApproverDecision::Deny => {
+                    return Some((
+                        vec!["approval_denied"],
+                        format!("The approver {} refused {tool} for this agent.", g.approver),
+                    ));
+                }
+                ApproverDecision::Ask => note(
+                    "approver_returned_ask",
+                    format!(
+                        "the approver {} answered ASK, which an approver must not return (single hop, §9)",
+                        g.approver
+                    ),
+                    &mut codes,
+                ),
+            }
+        }
+        let mut all = vec!["approver_unavailable"];
+        all.extend(codes);
+        let detail = if why.is_empty() {
+            "no grant covers it".to_string()
+        } else {
+            why.join("; ")
+        };
+        Some((
+            all,
+            format!(
+                "The policy requires an approver's grant for {tool} ([tools.approval] required) and {detail}. This Guardian routes no ASK, so the client cannot resolve one (§9.2): denied, not asked."
+            ),
+        ))
+    }
 }
 
 /// One `[[tools.deny]]` rule.
@@ -228,6 +357,11 @@ pub struct ToolDeny {
 }
 
 impl ToolRules {
+    /// The first budget whose glob matches `tool`.
+    pub fn budget(&self, tool: &str) -> Option<&ToolBudget> {
+        self.budgets.iter().find(|b| glob_match(&b.tool, tool))
+    }
+
     /// The reason code and reasoning of a denied call, or `None`.
     pub fn check(&self, tool: &str, command: Option<&str>) -> Option<(&'static str, String)> {
         if let Some(reg) = &self.registered
@@ -354,6 +488,38 @@ fn parse_trust(v: &toml::Value, key: &str) -> Result<Trust, PolicyError> {
 fn parse_origin(v: &toml::Value, key: &str) -> Result<Origin, PolicyError> {
     let s = as_str(v, key)?;
     Origin::parse(s).ok_or_else(|| perr(key, format!("unknown ACS origin \"{s}\"")))
+}
+
+fn parse_grant(x: &toml::Value, key: &str) -> Result<ApprovalGrant, PolicyError> {
+    let (mut approver, mut agent_id, mut tool, mut decision) = (None, None, None, None);
+    for (name, val) in as_table(x, key)? {
+        let kk = format!("{key}.{name}");
+        match name.as_str() {
+            "approver" => approver = Some(as_str(val, &kk)?.to_string()),
+            "agent_id" => agent_id = Some(as_str(val, &kk)?.to_string()),
+            "tool" => tool = Some(as_str(val, &kk)?.to_string()),
+            "decision" => {
+                decision = Some(match as_str(val, &kk)? {
+                    "allow" => ApproverDecision::Allow,
+                    "deny" => ApproverDecision::Deny,
+                    "ask" => ApproverDecision::Ask,
+                    other => {
+                        return Err(perr(
+                            kk,
+                            format!("expected \"allow\", \"deny\" or \"ask\", got \"{other}\""),
+                        ));
+                    }
+                })
+            }
+            _ => return Err(perr(kk, "unknown key")),
+        }
+    }
+    Ok(ApprovalGrant {
+        approver: approver.ok_or_else(|| perr(format!("{key}.approver"), "required"))?,
+        agent_id: agent_id.unwrap_or_else(|| "*".into()),
+        tool: tool.ok_or_else(|| perr(format!("{key}.tool"), "required"))?,
+        decision: decision.unwrap_or(ApproverDecision::Allow),
+    })
 }
 
 impl Policy {
@@ -554,6 +720,58 @@ impl Policy {
                         }
                         let tool = tool.ok_or_else(|| perr(format!("{k2}.tool"), "required"))?;
                         self.tools.deny.push(ToolDeny { tool, command });
+                    }
+                }
+                "budget" => {
+                    let a = v.as_array().ok_or_else(|| {
+                        perr(
+                            &key,
+                            format!("expected an array of tables, got {}", v.type_str()),
+                        )
+                    })?;
+                    for (i, x) in a.iter().enumerate() {
+                        let k2 = format!("{key}[{i}]");
+                        let mut tool = None;
+                        let mut max = None;
+                        for (name, val) in as_table(x, &k2)? {
+                            let kk = format!("{k2}.{name}");
+                            match name.as_str() {
+                                "tool" => tool = Some(as_str(val, &kk)?.to_string()),
+                                "max_calls_per_turn" => max = Some(as_u64(val, &kk)?),
+                                _ => return Err(perr(kk, "unknown key")),
+                            }
+                        }
+                        self.tools.budgets.push(ToolBudget {
+                            tool: tool.ok_or_else(|| perr(format!("{k2}.tool"), "required"))?,
+                            max_calls_per_turn: max.ok_or_else(|| {
+                                perr(format!("{k2}.max_calls_per_turn"), "required")
+                            })?,
+                        });
+                    }
+                }
+                "approval" => {
+                    for (name, val) in as_table(v, &key)? {
+                        let kk = format!("{key}.{name}");
+                        match name.as_str() {
+                            "required" => self.tools.approval.required = strings(val, &kk)?,
+                            "approvers" => self.tools.approval.approvers = strings(val, &kk)?,
+                            "grant" => {
+                                let a = val.as_array().ok_or_else(|| {
+                                    perr(
+                                        &kk,
+                                        format!(
+                                            "expected an array of tables, got {}",
+                                            val.type_str()
+                                        ),
+                                    )
+                                })?;
+                                for (i, x) in a.iter().enumerate() {
+                                    let k3 = format!("{kk}[{i}]");
+                                    self.tools.approval.grants.push(parse_grant(x, &k3)?);
+                                }
+                            }
+                            _ => return Err(perr(kk, "unknown key")),
+                        }
                     }
                 }
                 _ => return Err(perr(key, "unknown key")),
@@ -758,6 +976,87 @@ pub fn glob_match(pattern: &str, text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn approval_policy(grants: &str) -> Result<Policy, PolicyError> {
+        Policy::from_toml(&format!(
+            "[tools.approval]\nrequired = [\"records.*\"]\napprovers = [\"human:u-1\"]\n{grants}"
+        ))
+    }
+
+    #[test]
+    fn approvals_bind_agent_and_tool_and_refuse_ask() {
+        let grant = "[[tools.approval.grant]]\napprover = \"human:u-1\"\nagent_id = \"agent-A\"\ntool = \"records.write\"\n";
+        let p = approval_policy(grant);
+        assert!(p.is_ok(), "{p:?}");
+        let a = p.map(|p| p.tools.approval).unwrap_or_default();
+        assert_eq!(
+            a.check("records.write", "agent-A"),
+            None,
+            "the grant's own agent and tool"
+        );
+        assert_eq!(
+            a.check("other.tool", "agent-B"),
+            None,
+            "no approval required"
+        );
+        let codes = |r: Option<(Vec<&'static str>, String)>| r.map(|(c, _)| c).unwrap_or_default();
+        assert_eq!(
+            codes(a.check("records.write", "agent-B")),
+            vec!["approver_unavailable", "approval_binding_mismatch"]
+        );
+        assert_eq!(
+            codes(a.check("records.lookup", "agent-A")),
+            vec!["approver_unavailable"],
+            "required, and no grant names the tool"
+        );
+        let ask = approval_policy(
+            "[[tools.approval.grant]]\napprover = \"human:u-1\"\ntool = \"records.write\"\ndecision = \"ask\"\n",
+        )
+        .map(|p| p.tools.approval)
+        .unwrap_or_default();
+        assert_eq!(
+            codes(ask.check("records.write", "anyone")),
+            vec!["approver_unavailable", "approver_returned_ask"]
+        );
+        let stranger = approval_policy(
+            "[[tools.approval.grant]]\napprover = \"human:u-9\"\ntool = \"records.write\"\n",
+        )
+        .map(|p| p.tools.approval)
+        .unwrap_or_default();
+        assert_eq!(
+            codes(stranger.check("records.write", "anyone")),
+            vec!["approver_unavailable", "approver_unauthenticated"]
+        );
+        let refused = approval_policy(
+            "[[tools.approval.grant]]\napprover = \"human:u-1\"\ntool = \"records.write\"\ndecision = \"deny\"\n",
+        )
+        .map(|p| p.tools.approval)
+        .unwrap_or_default();
+        assert_eq!(
+            codes(refused.check("records.write", "x")),
+            vec!["approval_denied"]
+        );
+        let bad = approval_policy(
+            "[[tools.approval.grant]]\napprover = \"human:u-1\"\ntool = \"t\"\ndecision = \"maybe\"\n",
+        );
+        assert!(bad.is_err_and(|e| e.key == "tools.approval.grant[0].decision"));
+    }
+
+    #[test]
+    fn budgets_parse_and_match_first() {
+        let p = Policy::from_toml(
+            "[[tools.budget]]\ntool = \"records.*\"\nmax_calls_per_turn = 3\n[[tools.budget]]\ntool = \"*\"\nmax_calls_per_turn = 10\n",
+        );
+        assert!(p.is_ok(), "{p:?}");
+        let t = p.map(|p| p.tools).unwrap_or_default();
+        assert_eq!(
+            t.budget("records.lookup").map(|b| b.max_calls_per_turn),
+            Some(3)
+        );
+        assert_eq!(t.budget("Bash").map(|b| b.max_calls_per_turn), Some(10));
+        let missing = Policy::from_toml("[[tools.budget]]\ntool = \"x\"\n");
+        assert!(missing.is_err_and(|e| e.key == "tools.budget[0].max_calls_per_turn"));
+    }
 
     #[test]
     fn globs() {

@@ -16,7 +16,7 @@ use crate::validate::{self, ValidationError};
 use mnemo_acs::sign::{self, SignatureError};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 pub use mnemo_acs::sign::{base64_decode, base64_encode, session_key};
 
@@ -92,6 +92,8 @@ pub fn evaluates(method: &str) -> bool {
 /// Reason code and audit finding of a `steps/toolCallResult` whose
 /// `request_id_ref` names no `steps/toolCallRequest` of its session.
 pub const UNRESOLVED_REF: &str = "request_id_ref_unresolved";
+/// Reason code of a call past its per-turn budget (`[[tools.budget]]`).
+pub const BUDGET_EXHAUSTED: &str = "budget_exhausted";
 
 /// The tool name and command of a tool call (`steps/toolCallRequest`, or
 /// wrapped MCP `tools/call` whose `name` is the tool).
@@ -232,6 +234,9 @@ pub struct Guardian<S: SessionStore> {
     in_batch: bool,
     /// The session and key the current response is signed with.
     signer: Option<(String, usize)>,
+    /// Per-turn budget counts, (session, turn, budget glob), for a store
+    /// that keeps none ([`SessionStore::count_turn_call`] said `None`).
+    turn_calls: HashMap<(String, String, String), u64>,
 }
 
 /// A compaction a host is about to run, as its hook saw it.
@@ -301,6 +306,7 @@ impl<S: SessionStore> Guardian<S> {
             handled: 0,
             in_batch: false,
             signer: None,
+            turn_calls: HashMap::new(),
         }
     }
 
@@ -580,26 +586,63 @@ impl<S: SessionStore> Guardian<S> {
                     }
                     _ => None,
                 };
-                let mut refused = tool_call(method, payload)
-                    .and_then(|(tool, command)| self.policy.tools.check(tool, command));
+                let call = tool_call(method, payload);
+                let mut refused: Option<(Vec<&'static str>, String)> = call
+                    .and_then(|(tool, command)| self.policy.tools.check(tool, command))
+                    .map(|(code, why)| (vec![code], why));
+                if refused.is_none()
+                    && let Some((tool, _)) = call
+                {
+                    refused = self
+                        .policy
+                        .tools
+                        .approval
+                        .check(tool, &params.metadata.agent_id);
+                }
+                if refused.is_none()
+                    && let Some((tool, _)) = call
+                    && let Some(b) = self.policy.tools.budget(tool).cloned()
+                {
+                    let turn = params.metadata.turn_id.as_deref().unwrap_or("");
+                    let n = match self.store.count_turn_call(&session, turn, &b.tool)? {
+                        Some(n) => n,
+                        None => {
+                            let n = self
+                                .turn_calls
+                                .entry((session.clone(), turn.to_string(), b.tool.clone()))
+                                .or_insert(0);
+                            *n += 1;
+                            *n
+                        }
+                    };
+                    if n > b.max_calls_per_turn {
+                        refused = Some((
+                            vec![BUDGET_EXHAUSTED],
+                            format!(
+                                "Call {n} of {tool} in turn {turn:?}; the policy allows {} per turn ([[tools.budget]] tool = {:?}). The Guardian counts the calls itself; the request's own account of earlier calls is not read.",
+                                b.max_calls_per_turn, b.tool
+                            ),
+                        ));
+                    }
+                }
                 if refused.is_none()
                     && self.policy.tools.deny_unresolved_ref
                     && let Some(r) = &unresolved
                 {
                     refused = Some((
-                        UNRESOLVED_REF,
+                        vec![UNRESOLVED_REF],
                         format!(
                             "request_id_ref {r} names no steps/toolCallRequest of this session; the policy denies unresolved references ([tools] on_unresolved_ref = \"deny\")."
                         ),
                     ));
                 }
                 let mut r = match refused {
-                    Some((code, reasoning)) => {
+                    Some((codes, reasoning)) => {
                         let mut r = self.result(&params, Verdict::Deny, Some(reasoning));
-                        r.set("reason_codes", json!([code]));
+                        r.set("reason_codes", json!(codes));
                         r.set(
                             "policy_references",
-                            json!([{"policy_id": self.policy.policy_id, "policy_version": self.policy.policy_version, "rule_id": code}]),
+                            json!([{"policy_id": self.policy.policy_id, "policy_version": self.policy.policy_version, "rule_id": codes.first().copied().unwrap_or_default()}]),
                         );
                         r
                     }

@@ -186,13 +186,28 @@ pub trait SessionStore {
     }
     /// Whether the session recorded a step `step_id` of `method` (a
     /// `steps/toolCallResult`'s `request_id_ref` resolves against the
-    /// session's `steps/toolCallRequest` records, hooks.md). The default
-    /// reads the session's steps; a store may answer from an index.
+    /// session's `steps/toolCallRequest` records, hooks.md). Step ids are
+    /// request ids, unique within a session, so the default asks
+    /// [`steps_by_id`](Self::steps_by_id) (indexed where the store indexes
+    /// it) for the latest step with the id.
     fn has_step(&mut self, session: &str, step_id: &str, method: &str) -> Result<bool, StoreError> {
         Ok(self
-            .steps(session)?
+            .steps_by_id(session, &[step_id])?
             .iter()
             .any(|s| s.step_id == step_id && s.method == method))
+    }
+    /// Counts one call against the per-turn budget `budget` (the rule's
+    /// tool glob) in `turn` of the session and returns the number of calls
+    /// counted there so far, this one included. `None`: the store keeps no
+    /// such counters and the Guardian counts in its own process.
+    fn count_turn_call(
+        &mut self,
+        session: &str,
+        turn: &str,
+        budget: &str,
+    ) -> Result<Option<u64>, StoreError> {
+        let _ = (session, turn, budget);
+        Ok(None)
     }
     /// Chain head: number of entries and last hash.
     fn chain_head(&mut self, session: &str) -> Result<Option<(u64, Hash)>, StoreError>;
@@ -228,6 +243,8 @@ struct MemSession {
     nodes: HashMap<String, (usize, usize)>,
     chain: Vec<(String, Hash)>,
     compactions: Vec<CompactionRecord>,
+    /// Calls per (turn, budget glob).
+    turn_calls: HashMap<(String, String), u64>,
 }
 
 /// In-memory store.
@@ -396,6 +413,31 @@ impl SessionStore for MemoryStore {
         }
         Ok(out)
     }
+    fn has_step(&mut self, session: &str, step_id: &str, method: &str) -> Result<bool, StoreError> {
+        // Step ids are request ids, unique within a session (replays are
+        // refused before a step is recorded), so the latest step with the
+        // id is the only one.
+        Ok(self.sessions.get(session).is_some_and(|s| {
+            s.by_step_id
+                .get(step_id)
+                .and_then(|&i| s.steps.get(i))
+                .is_some_and(|st| st.method == method)
+        }))
+    }
+    fn count_turn_call(
+        &mut self,
+        session: &str,
+        turn: &str,
+        budget: &str,
+    ) -> Result<Option<u64>, StoreError> {
+        let n = self
+            .s(session)
+            .turn_calls
+            .entry((turn.to_string(), budget.to_string()))
+            .or_insert(0);
+        *n += 1;
+        Ok(Some(*n))
+    }
     fn chain_head(&mut self, session: &str) -> Result<Option<(u64, Hash)>, StoreError> {
         Ok(self
             .sessions
@@ -496,6 +538,14 @@ impl<T: SessionStore + ?Sized> SessionStore for Box<T> {
     }
     fn has_step(&mut self, session: &str, step_id: &str, method: &str) -> Result<bool, StoreError> {
         (**self).has_step(session, step_id, method)
+    }
+    fn count_turn_call(
+        &mut self,
+        session: &str,
+        turn: &str,
+        budget: &str,
+    ) -> Result<Option<u64>, StoreError> {
+        (**self).count_turn_call(session, turn, budget)
     }
     fn chain_head(&mut self, session: &str) -> Result<Option<(u64, Hash)>, StoreError> {
         (**self).chain_head(session)

@@ -905,3 +905,81 @@ fn unresolved_request_id_ref_is_recorded_and_denied_only_by_policy() {
     let e = Policy::from_toml("[tools]\non_unresolved_ref = \"maybe\"\n").unwrap_err();
     assert_eq!(e.key, "tools.on_unresolved_ref");
 }
+
+fn tool_call(name: &str, agent: &str, turn: Option<&str>) -> Value {
+    let mut r = req(
+        "steps/toolCallRequest",
+        json!({"tool": {"name": name}, "arguments": {"id": {"value": "c-1"}}}),
+    );
+    r["params"]["metadata"]["agent_id"] = json!(agent);
+    if let Some(t) = turn {
+        r["params"]["metadata"]["turn_id"] = json!(t);
+    }
+    r
+}
+
+/// Per-turn budgets: the Guardian counts the calls (here in the memory
+/// store; `guard http|stdio` run the Guardian's own count, which the
+/// conformance vectors v448a61c91554a125 / v10351021bf6e46b1 drive).
+#[test]
+fn per_turn_budget_counts_calls_itself() {
+    let policy =
+        Policy::from_toml("[[tools.budget]]\ntool = \"records.*\"\nmax_calls_per_turn = 3\n")
+            .unwrap();
+    let mut g = guardian_with(policy);
+    call(&mut g, &hello());
+    for i in 1..=3 {
+        let r = call(&mut g, &tool_call("records.lookup", "a", Some("t1")));
+        assert_eq!(r["result"]["decision"], "allow", "call {i}: {r}");
+    }
+    // The fourth claims a fresh count; the claim is not read.
+    let mut hint = tool_call("records.lookup", "a", Some("t1"));
+    hint["params"]["metadata"]["session_state"] = json!({"records.lookup_calls_this_turn": 0});
+    let r = call(&mut g, &hint);
+    assert_eq!(r["result"]["decision"], "deny", "{r}");
+    assert_eq!(r["result"]["reason_codes"], json!(["budget_exhausted"]));
+    assert!(r["result"]["chain_hash"].is_string(), "a deny is recorded");
+    // Another tool under the same glob shares the turn's budget; a new
+    // turn starts again; an unbudgeted tool is not counted.
+    let r = call(&mut g, &tool_call("records.write", "a", Some("t1")));
+    assert_eq!(r["result"]["decision"], "deny", "{r}");
+    let r = call(&mut g, &tool_call("records.lookup", "a", Some("t2")));
+    assert_eq!(r["result"]["decision"], "allow", "{r}");
+    for _ in 0..5 {
+        let r = call(&mut g, &tool_call("Read", "a", Some("t1")));
+        assert_eq!(r["result"]["decision"], "allow", "{r}");
+    }
+}
+
+/// ACS §9 / §9.2: a call that needs approval is allowed on a grant of an
+/// authenticated approver bound to the agent and tool; otherwise denied
+/// with approver_unavailable (mnemo never answers ASK).
+#[test]
+fn approvals_are_bound_and_never_asked() {
+    let policy = Policy::from_toml(
+        "[tools.approval]\nrequired = [\"records.write\"]\napprovers = [\"human:u-1\"]\n[[tools.approval.grant]]\napprover = \"human:u-1\"\nagent_id = \"agent-A\"\ntool = \"records.write\"\n",
+    )
+    .unwrap();
+    let mut g = guardian_with(policy);
+    call(&mut g, &hello());
+    let r = call(&mut g, &tool_call("records.write", "agent-A", None));
+    assert_eq!(r["result"]["decision"], "allow", "{r}");
+    let r = call(&mut g, &tool_call("records.write", "agent-B", None));
+    assert_eq!(r["result"]["decision"], "deny", "{r}");
+    assert_eq!(
+        r["result"]["reason_codes"],
+        json!(["approver_unavailable", "approval_binding_mismatch"])
+    );
+    assert_eq!(
+        r["result"]["policy_references"][0]["rule_id"],
+        "approver_unavailable"
+    );
+    assert!(
+        r["result"]["reasoning"]
+            .as_str()
+            .is_some_and(|s| s.contains("agent-A")),
+        "{r}"
+    );
+    let r = call(&mut g, &tool_call("records.lookup", "agent-B", None));
+    assert_eq!(r["result"]["decision"], "allow", "no approval required");
+}

@@ -94,6 +94,7 @@ struct Facts<'a> {
     content: Content,
     attachment: Option<Attachment>,
     preserved: Option<Preserved>,
+    prompt_id: Option<Cow<'a, str>>,
 }
 
 #[derive(Debug, Default)]
@@ -178,6 +179,8 @@ struct TypedLine<'a> {
     attachment: Option<Attachment>,
     #[serde(rename = "compactMetadata", default)]
     compact_metadata: Option<CompactMeta>,
+    #[serde(rename = "promptId", borrow, default)]
+    prompt_id: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]
@@ -263,6 +266,7 @@ fn typed(line: &str) -> Option<Facts<'_>> {
         content: t.message.map(|m| m.content).unwrap_or_default(),
         attachment: t.attachment,
         preserved: t.compact_metadata.and_then(CompactMeta::preserved),
+        prompt_id: t.prompt_id,
     })
 }
 
@@ -314,6 +318,7 @@ fn lenient(v: &Value) -> Facts<'static> {
         content,
         attachment,
         preserved,
+        prompt_id: s(v.get("promptId")).map(Cow::Owned),
     }
 }
 
@@ -421,6 +426,9 @@ pub struct Mapper {
     missing_preserved: Vec<String>,
     /// Where the summary goes (ahead of the preserved entries).
     summary_slot: Option<usize>,
+    /// `promptId` of the last line that carried one (the newest turn
+    /// written to the transcript).
+    last_prompt_id: Option<String>,
 }
 
 impl Mapper {
@@ -506,6 +514,11 @@ impl Mapper {
     }
 
     fn facts(&mut self, facts: Facts<'_>, lineno: usize) {
+        if let Some(p) = facts.prompt_id.as_deref()
+            && self.last_prompt_id.as_deref() != Some(p)
+        {
+            self.last_prompt_id = Some(p.to_string());
+        }
         let step = facts
             .uuid
             .as_deref()
@@ -619,6 +632,12 @@ impl Mapper {
     /// before it (the reader then did not see the whole kept context).
     pub fn missing_preserved(&self) -> &[String] {
         &self.missing_preserved
+    }
+
+    /// `promptId` of the last line read that carried one: the newest user
+    /// turn with a line in the transcript.
+    pub fn last_prompt_id(&self) -> Option<&str> {
+        self.last_prompt_id.as_deref()
     }
 
     /// The entries (oldest first) and the number of lines that did not parse.

@@ -4,7 +4,8 @@
 //! * **Claude Code** — `.claude/settings.json` (project) or
 //!   `~/.claude/settings.json` (user): `hooks.PreCompact` with both matchers
 //!   (`manual`, `auto`), `hooks.PostCompact`, `hooks.SessionStart` with
-//!   matcher `compact` ([`claude_hooks`], [`merge_claude_settings`]).
+//!   matcher `compact`, `hooks.UserPromptSubmit` ([`claude_hooks`],
+//!   [`merge_claude_settings`]).
 //! * **OpenCode** — `opencode.json` (project) or
 //!   `~/.config/opencode/opencode.json` (user): the plugin reference in
 //!   `plugin` ([`merge_opencode_config`]).
@@ -446,7 +447,8 @@ pub struct ClaudeHook {
 }
 
 /// The hooks mnemo registers in Claude Code: PreCompact for both matchers
-/// (`manual`, `auto`), PostCompact, and SessionStart for `compact`. `bin`
+/// (`manual`, `auto`), PostCompact, SessionStart for `compact`, and
+/// UserPromptSubmit (records the turn's prompt, [`crate::prompt`]). `bin`
 /// is the mnemo binary, `extra` the options every hook gets (`--policy`,
 /// `--store`).
 pub fn claude_hooks(bin: &str, extra: &[String]) -> Vec<ClaudeHook> {
@@ -475,6 +477,12 @@ pub fn claude_hooks(bin: &str, extra: &[String]) -> Vec<ClaudeHook> {
             matcher: Some("compact"),
             mnemo_event: "session-start",
             command: cmd("session-start"),
+        },
+        ClaudeHook {
+            event: "UserPromptSubmit",
+            matcher: None,
+            mnemo_event: "user-prompt-submit",
+            command: cmd("user-prompt-submit"),
         },
     ]
 }
@@ -725,6 +733,11 @@ mod tests {
         assert_eq!(
             j["hooks"]["SessionStart"][0]["hooks"][0]["command"],
             "mnemo hook claude-code session-start"
+        );
+        assert!(j["hooks"]["UserPromptSubmit"][0].get("matcher").is_none());
+        assert_eq!(
+            j["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"],
+            "mnemo hook claude-code user-prompt-submit"
         );
     }
 

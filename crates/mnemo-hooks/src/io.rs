@@ -75,7 +75,9 @@ pub fn run_pre_compact(
         }
     };
     let mut pending: Vec<String> = Vec::new();
-    let (entries, bad) = match hook.transcript_path.as_deref() {
+    let mut last_prompt_id: Option<String> = None;
+    let mut transcript_read = false;
+    let (mut entries, bad) = match hook.transcript_path.as_deref() {
         Some(p) if !p.is_empty() => {
             let path = std::path::Path::new(p);
             let mut t = read_transcript_for(host, path, guardian.policy());
@@ -94,6 +96,8 @@ pub fn run_pre_compact(
                 );
             }
             pending = t.pending_user_turns;
+            last_prompt_id = t.last_prompt_id;
+            transcript_read = t.problems.is_empty();
             if t.folded > 0 {
                 note.push_str(&format!(
                     "mnemo guardian: transcript {p}: the region to compact holds {} entries; {} of them were folded into collapsed entries ({}…) to keep memory bounded: the verdict, the earliest untrusted step and the last re-grounding are the whole region's, the decision's counts count a collapsed entry once\n",
@@ -107,6 +111,25 @@ pub fn run_pre_compact(
         _ => (Vec::new(), 0),
     };
     let trigger = trigger_from_host(hook.trigger.as_deref().unwrap_or("auto"));
+    // Claude Code writes transcript lines asynchronously: the reactive auto
+    // compaction of the turn the user's message overflowed can run before
+    // that message's line is written. The prompt recorded at
+    // UserPromptSubmit (the user's own words, this very turn, no line of the
+    // turn written yet) stands for that line, where the host puts it: last
+    // in the region it compacts ([`crate::prompt`]). A manual /compact
+    // never takes this path.
+    if host == Host::ClaudeCode
+        && hook.trigger.as_deref() == Some("auto")
+        && transcript_read
+        && let Some(pid) = hook.prompt_id.as_deref()
+        && last_prompt_id.as_deref() != Some(pid)
+        && crate::prompt::typed_prompt(opts, &hook.session_id, pid).is_some()
+    {
+        entries.push(crate::entry(
+            format!("prompt:{pid}"),
+            vec![(Origin::UserInput, Some("claude-code:user".to_string()))],
+        ));
+    }
     // Codex's pre-turn compaction runs before the user's message of the
     // turn is written: that message comes after the region (re-grounding,
     // never summarised), so a deny ends on the turn the user ends it.
@@ -313,6 +336,9 @@ pub struct Transcript {
     /// Codex: turns a user started whose message is not written yet
     /// ([`codex::Mapper::pending_user_turn`]).
     pub pending_user_turns: Vec<String>,
+    /// Claude Code: `promptId` of the last line that carried one (the
+    /// newest user turn written to the transcript).
+    pub last_prompt_id: Option<String>,
     /// Transcript entries folded into collapsed entries (bounded memory,
     /// [`crate::collapse`]); 0 when nothing was.
     pub folded: usize,
@@ -508,6 +534,7 @@ pub fn read_transcript_limits(
     }
     let (mut entries, bad) = match mapper {
         AnyMapper::Claude(m) => {
+            t.last_prompt_id = m.last_prompt_id().map(str::to_string);
             let missing = m.missing_preserved().len();
             let first_missing = m.missing_preserved().first().cloned();
             let (mut e, bad) = m.finish();

@@ -20,6 +20,7 @@ pub mod collapse;
 pub mod install;
 pub mod install_codex;
 pub mod io;
+pub mod prompt;
 pub mod trail_hook;
 
 use mnemo_acs::model::{Origin, Provenance, Verdict};
@@ -51,6 +52,9 @@ pub struct HookInput {
     /// of that turn's transcript lines).
     #[serde(default)]
     pub prompt_id: Option<String>,
+    /// Claude Code `UserPromptSubmit`: the text submitted.
+    #[serde(default)]
+    pub prompt: Option<String>,
     /// Codex: turn id.
     #[serde(default)]
     pub turn_id: Option<String>,

@@ -44,7 +44,7 @@ pub fn trail_dir(opts: &GuardOptions) -> PathBuf {
 }
 
 /// A session id as a file name: anything but `[A-Za-z0-9._-]` becomes `_`.
-fn file_stem(session: &str) -> String {
+pub(crate) fn file_stem(session: &str) -> String {
     let s: String = session
         .chars()
         .map(|c| {
@@ -61,7 +61,7 @@ fn file_stem(session: &str) -> String {
     }
 }
 
-fn write_whole(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(crate) fn write_whole(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     if let Some(d) = path.parent() {
         std::fs::create_dir_all(d)?;
     }

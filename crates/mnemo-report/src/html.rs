@@ -17,6 +17,31 @@ pub const CHART_CAP: usize = 200;
 /// 10,000-entry bank stays small enough to open quickly.
 pub const TABLE_CAP: usize = 1_000;
 
+/// A table of more than this many rows is folded into a `<details>`
+/// element, closed: the browser then lays out none of its rows until the
+/// reader opens it (a 10,000-entry bank's page renders in a fraction of the
+/// time). Smaller tables are shown open as before.
+pub const FOLD_ROWS: usize = 50;
+
+/// Opens the fold of a table of `rows` rows, when it needs one; returns
+/// whether it did (pass it to `fold_close`).
+fn fold_open(o: &mut String, rows: usize, what: &str) -> bool {
+    if rows <= FOLD_ROWS {
+        return false;
+    }
+    let _ = writeln!(
+        o,
+        "<details class=\"fold\" data-rows=\"{rows}\"><summary>Table of {rows} {what} (folded; open to read it)</summary>"
+    );
+    true
+}
+
+fn fold_close(o: &mut String, folded: bool) {
+    if folded {
+        o.push_str("</details>\n");
+    }
+}
+
 /// The last `TABLE_CAP` items, and a note saying how many were left out.
 fn capped<'a, T>(items: &'a [T], what: &str) -> (&'a [T], Option<String>) {
     if items.len() <= TABLE_CAP {
@@ -122,10 +147,10 @@ th,td{border:1px solid var(--grid);padding:.2rem .4rem;text-align:left;vertical-
 td.n,th.n,#entries-table td:nth-child(n+3):nth-child(-n+7){text-align:right;font-variant-numeric:tabular-nums}
 dl.totals{display:grid;grid-template-columns:repeat(auto-fill,minmax(10rem,1fr));gap:.4rem}
 dl.totals div{border:1px solid var(--grid);padding:.3rem .5rem}dt{color:var(--muted);font-size:.85rem}dd{margin:0;font-size:1.3rem;font-weight:600}
-.band{display:inline-block;padding:0 .35rem;border:1px solid var(--line);font-size:.8rem;font-weight:600}
 .b-CRITICAL{background:var(--critical);color:var(--bg);font-weight:600}.b-HIGH{background:var(--high);color:var(--bg);font-weight:600}.b-MEDIUM{background:var(--medium);color:#000;font-weight:600}.b-LOW{background:var(--low);color:var(--fg);font-weight:600}
-.flag{font-weight:700}pre.entry{white-space:pre-wrap;margin:0;font:13px/1.35 ui-monospace,monospace}
-svg{max-width:100%;height:auto;display:block}svg text{fill:var(--fg);font:12px system-ui,sans-serif}
+.flag{font-weight:700}td.entry{white-space:pre-wrap;font:13px/1.35 ui-monospace,monospace}
+main>section{content-visibility:auto;contain-intrinsic-size:auto 60rem}details.fold>summary{cursor:pointer;font-weight:600;padding:.3rem 0}
+svg{max-width:100%;height:auto;display:block}svg.key{display:inline}svg text{fill:var(--fg);font:12px system-ui,sans-serif}
 .f-critical{fill:var(--critical)}.f-high{fill:var(--high)}.f-medium{fill:var(--medium)}.f-low{fill:var(--low);stroke:var(--line)}
 .f-alloc{fill:var(--alloc);stroke:var(--fg);stroke-width:1.5}.f-used{fill:var(--used)}.f-carried{fill:var(--carried)}
 .edge{stroke:var(--line);stroke-width:1;fill:none}.node{fill:var(--bg);stroke:var(--fg);stroke-width:1.5}
@@ -219,7 +244,7 @@ fn legend(o: &mut String, items: &[(&str, &str)]) {
     for (class, label) in items {
         let _ = write!(
             o,
-            "<span><svg width=\"14\" height=\"14\" style=\"display:inline\"><rect class=\"{class}\" x=\"1\" y=\"1\" width=\"12\" height=\"12\"/></svg> {label}</span>"
+            "<span><svg class=\"key\" width=\"14\" height=\"14\"><rect class=\"{class}\" x=\"1\" y=\"1\" width=\"12\" height=\"12\"/></svg> {label}</span>"
         );
     }
     o.push_str("</p>\n");
@@ -331,6 +356,7 @@ fn budget(o: &mut String, r: &Report) {
             ("f-low", "LOW"),
         ],
     );
+    let folded = fold_open(o, r.phases.len(), "phases");
     o.push_str("<table id=\"budget-table\">\n<caption>Budget per phase, in lines (from each phase's ZZ artifact; flags recomputed)</caption>\n");
     o.push_str("<thead><tr><th scope=\"col\">Phase</th><th scope=\"col\">From</th><th scope=\"col\">To</th><th scope=\"col\" class=\"n\">Allocated</th><th scope=\"col\" class=\"n\">Used</th><th scope=\"col\" class=\"n\">Carried</th><th scope=\"col\" class=\"n\">CRITICAL</th><th scope=\"col\" class=\"n\">HIGH</th><th scope=\"col\" class=\"n\">MEDIUM</th><th scope=\"col\" class=\"n\">LOW</th><th scope=\"col\">Flags</th></tr></thead>\n<tbody>\n");
     for p in &r.phases {
@@ -362,7 +388,9 @@ fn budget(o: &mut String, r: &Report) {
         }
         o.push_str("</td></tr>\n");
     }
-    o.push_str("</tbody>\n</table>\n</section>\n");
+    o.push_str("</tbody>\n</table>\n");
+    fold_close(o, folded);
+    o.push_str("</section>\n");
 }
 
 fn entry_chart(o: &mut String, shown: &[EntryReport]) {
@@ -439,9 +467,10 @@ fn entries(o: &mut String, r: &Report) {
             ("f-low", "LOW"),
         ],
     );
+    let (rows, note) = capped(&r.entries, "entries");
+    let folded = fold_open(o, rows.len(), "entries");
     o.push_str("<table id=\"entries-table\">\n<caption>Entries of Completed Phases: band and score as recorded, explain recomputed from the progress log, sizes of input and entry</caption>\n");
     o.push_str("<thead><tr><th scope=\"col\">Entry</th><th scope=\"col\">Band</th><th scope=\"col\" class=\"n\">Score</th><th scope=\"col\" class=\"n\">Lines</th><th scope=\"col\" class=\"n\">Input chars / tokens</th><th scope=\"col\" class=\"n\">Entry chars / tokens</th><th scope=\"col\" class=\"n\">Facts kept</th><th scope=\"col\">Explain; facts not kept</th><th scope=\"col\">Entry text (after its head)</th></tr></thead>\n<tbody>\n");
-    let (rows, note) = capped(&r.entries, "entries");
     for e in rows {
         let _ = write!(
             o,
@@ -490,11 +519,12 @@ fn entries(o: &mut String, r: &Report) {
         }
         let _ = writeln!(
             o,
-            "<td><pre class=\"entry\">{}</pre></td></tr>",
+            "<td class=\"entry\">{}</td></tr>",
             esc_text(entry_body(&e.text))
         );
     }
     o.push_str("</tbody>\n</table>\n");
+    fold_close(o, folded);
     if let Some(n) = note {
         o.push_str(&n);
     }
@@ -503,6 +533,7 @@ fn entries(o: &mut String, r: &Report) {
 
 fn skipped(o: &mut String, r: &Report) {
     section_open(o, "skipped", "Skipped inputs", r.skipped.len());
+    let folded = fold_open(o, r.skipped.len(), "skipped inputs");
     o.push_str("<table id=\"skipped-table\">\n<caption>Inputs the gate skipped because they were blocked (Decision Links)</caption>\n");
     o.push_str("<thead><tr><th scope=\"col\">Id</th><th scope=\"col\">Phase</th><th scope=\"col\">What</th><th scope=\"col\">Reason</th><th scope=\"col\">Unblocked by</th></tr></thead>\n<tbody>\n");
     for s in &r.skipped {
@@ -516,7 +547,9 @@ fn skipped(o: &mut String, r: &Report) {
             esc(s.unblocked_by.as_deref().unwrap_or("still blocked"))
         );
     }
-    o.push_str("</tbody>\n</table>\n</section>\n");
+    o.push_str("</tbody>\n</table>\n");
+    fold_close(o, folded);
+    o.push_str("</section>\n");
 }
 
 fn archive(o: &mut String, r: &Report) {
@@ -526,13 +559,14 @@ fn archive(o: &mut String, r: &Report) {
         "What C7 trimmed into the archive",
         r.archive.len(),
     );
+    let (rows, note) = capped(&r.archive, "archived entries");
+    let folded = fold_open(o, rows.len(), "archived entries");
     o.push_str("<table id=\"archive-table\">\n<caption>Entries archived by C7: removed from Completed Phases, or shortened to their files</caption>\n");
     o.push_str("<thead><tr><th scope=\"col\">Entry</th><th scope=\"col\">Band</th><th scope=\"col\" class=\"n\">Score</th><th scope=\"col\">Action</th><th scope=\"col\" class=\"n\">Lines</th><th scope=\"col\">Archive</th><th scope=\"col\">Text</th></tr></thead>\n<tbody>\n");
-    let (rows, note) = capped(&r.archive, "archived entries");
     for a in rows {
         let _ = writeln!(
             o,
-            "<tr data-action=\"{}\"><th scope=\"row\">{}</th><td><span class=\"band b-{}\">{}</span></td><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{}</td><td>{}</td><td><pre class=\"entry\">{}</pre></td></tr>",
+            "<tr data-action=\"{}\"><th scope=\"row\">{}</th><td class=\"b-{}\">{}</td><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{}</td><td>{}</td><td class=\"entry\">{}</td></tr>",
             esc(&a.action),
             esc(&a.key),
             esc(&a.band),
@@ -545,6 +579,7 @@ fn archive(o: &mut String, r: &Report) {
         );
     }
     o.push_str("</tbody>\n</table>\n");
+    fold_close(o, folded);
     if let Some(n) = note {
         o.push_str(&n);
     }
@@ -642,9 +677,10 @@ fn xref(o: &mut String, r: &Report) {
         g.phases.len(),
         g.agents.len()
     );
+    let (rows, note) = capped(&g.nodes, "ids");
+    let folded = fold_open(o, rows.len(), "ids");
     o.push_str("<table id=\"xref-table\">\n<caption>Cross-reference ids (By Entity and Decision Links) with their phases and agents</caption>\n");
     o.push_str("<thead><tr><th scope=\"col\">Id</th><th scope=\"col\">Type</th><th scope=\"col\">Name</th><th scope=\"col\">Location / links to</th><th scope=\"col\">Phases</th><th scope=\"col\">Agents</th></tr></thead>\n<tbody>\n");
-    let (rows, note) = capped(&g.nodes, "ids");
     for n in rows {
         let phases: Vec<String> = n.phases.iter().map(|p| format!("P{}", esc(p))).collect();
         let agents: Vec<String> = n.agents.iter().map(|a| esc(a)).collect();
@@ -660,6 +696,7 @@ fn xref(o: &mut String, r: &Report) {
         );
     }
     o.push_str("</tbody>\n</table>\n");
+    fold_close(o, folded);
     if let Some(n) = note {
         o.push_str(&n);
     }
@@ -760,6 +797,7 @@ fn session(o: &mut String, k: usize, s: &SessionReport) {
         o.push_str("</svg>\n");
         o.push_str("<p class=\"legend\">T trusted (top), U untrusted (bottom), ▲ re-grounding, □ compaction allowed, ■ compaction denied.</p>\n");
     }
+    let folded = fold_open(o, s.steps.len(), "steps");
     let _ = writeln!(
         o,
         "<table class=\"steps-table\">\n<caption>Steps of session {}</caption>",
@@ -788,6 +826,8 @@ fn session(o: &mut String, k: usize, s: &SessionReport) {
         );
     }
     o.push_str("</tbody>\n</table>\n");
+    fold_close(o, folded);
+    let folded = fold_open(o, s.compactions.len(), "compaction decisions");
     let _ = writeln!(
         o,
         "<table class=\"compactions-table\">\n<caption>Compaction decisions of session {} (the store keeps verdicts, not reasons)</caption>",
@@ -806,7 +846,9 @@ fn session(o: &mut String, k: usize, s: &SessionReport) {
             ids.join(", ")
         );
     }
-    o.push_str("</tbody>\n</table>\n</article>\n");
+    o.push_str("</tbody>\n</table>\n");
+    fold_close(o, folded);
+    o.push_str("</article>\n");
 }
 
 #[cfg(test)]

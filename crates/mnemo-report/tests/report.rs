@@ -316,4 +316,27 @@ fn big_tables_are_capped_and_say_so() {
     assert!(!table.contains("entry 4<"));
     assert!(html.contains("the last 1000 of 1005 entries; the 5 before them"));
     assert!(html.contains("data-count=\"1005\""));
+    // A table that long is folded, closed, so the browser lays out none of
+    // its rows until the reader opens it.
+    let fold = html
+        .split("<details class=\"fold\" data-rows=\"1000\"><summary>Table of 1000 entries (folded; open to read it)</summary>\n")
+        .nth(1)
+        .unwrap();
+    assert!(fold.starts_with("<table id=\"entries-table\">"));
+    assert!(
+        fold.split("</details>")
+            .next()
+            .unwrap()
+            .ends_with("</table>\n")
+    );
+}
+
+#[test]
+fn small_tables_are_not_folded() {
+    let r = build(&bank_files(&example_bank()), Some(&store()));
+    let html = mnemo_report::to_html(&r);
+    assert!(!html.contains("<details"));
+    assert!(html.contains("<table id=\"entries-table\">"));
+    // No inline style anywhere: every rule is in the one style sheet.
+    assert!(!html.contains(" style="));
 }

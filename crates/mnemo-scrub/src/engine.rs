@@ -5,6 +5,7 @@ use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 use regex::bytes::Regex;
 use regex_automata::{Anchored, Input, meta};
 use std::collections::HashMap;
+use std::sync::OnceLock;
 
 /// A candidate or resolved span (rule index, byte range).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,7 +17,15 @@ pub(crate) struct Span {
 
 #[derive(Debug)]
 pub(crate) struct Engine {
+    /// The keyword automaton every scan can use: a contiguous NFA, cheap to
+    /// build (a process that scrubs a few short strings, such as a hook,
+    /// pays for nothing more).
     ac: AhoCorasick,
+    /// The same keywords as a DFA (same matches, in the same order, faster
+    /// on long inputs but costly to build), built on the first haystack of
+    /// [`DFA_MIN_HAYSTACK`] bytes or more.
+    ac_dfa: OnceLock<Option<AhoCorasick>>,
+    keywords: Vec<String>,
     /// keyword pattern id -> rule indices
     kw_rules: Vec<Vec<usize>>,
     templates: Vec<LazyRegex>,
@@ -30,6 +39,9 @@ pub(crate) struct Engine {
 /// any real line, and a bound on the work a hostile line can cause (each
 /// re-search is linear in the line).
 const MAX_RETRIES_PER_WINDOW: usize = 64;
+
+/// Haystacks at least this long are scanned with the DFA automaton.
+const DFA_MIN_HAYSTACK: usize = 32 * 1024;
 
 const MARKER_PATTERN: &str = r"\[(?:[A-Z0-9][A-Z0-9 ]* )?REDACTED(?::[a-z0-9-]*)?\]";
 
@@ -52,11 +64,7 @@ impl Engine {
                 }
             }
         }
-        let ac = AhoCorasickBuilder::new()
-            .ascii_case_insensitive(true)
-            .match_kind(MatchKind::Standard)
-            .kind(Some(AhoCorasickKind::DFA))
-            .build(&keywords)
+        let ac = keyword_automaton(&keywords, AhoCorasickKind::ContiguousNFA)
             .map_err(|e| RuleError::Automaton(e.to_string()))?;
         let marker = Regex::new(MARKER_PATTERN).map_err(|e| RuleError::Regex {
             id: "marker".into(),
@@ -64,6 +72,8 @@ impl Engine {
         })?;
         let engine = Engine {
             ac,
+            ac_dfa: OnceLock::new(),
+            keywords,
             kw_rules,
             templates: compiled.templates,
             placeholders: compiled.placeholders,
@@ -88,7 +98,7 @@ impl Engine {
         }
         let markers = self.markers(hay);
         let mut covered = vec![0usize; rules.len()];
-        for m in self.ac.find_overlapping_iter(hay) {
+        for m in self.automaton(hay.len()).find_overlapping_iter(hay) {
             if !markers.is_empty() && in_marker(&markers, m.start()) {
                 // a keyword inside our own replacement text (`[REDACTED:bearer-token]`)
                 continue;
@@ -104,7 +114,7 @@ impl Engine {
                 if m.start() < *cov {
                     continue;
                 }
-                *cov = if rule.anchored {
+                *cov = if rule.shape().anchored {
                     self.scan_anchored(rule, ri, hay, &markers, m.start(), &mut out)
                 } else {
                     self.scan_window(rule, ri, hay, &markers, (m.start(), m.end()), &mut out)
@@ -115,6 +125,17 @@ impl Engine {
             out = subtract_markers(hay, &markers, out);
         }
         out
+    }
+
+    /// The keyword automaton for a haystack of `len` bytes.
+    fn automaton(&self, len: usize) -> &AhoCorasick {
+        if len < DFA_MIN_HAYSTACK {
+            return &self.ac;
+        }
+        self.ac_dfa
+            .get_or_init(|| keyword_automaton(&self.keywords, AhoCorasickKind::DFA).ok())
+            .as_ref()
+            .unwrap_or(&self.ac)
     }
 
     /// Byte ranges of replacement markers in `hay` (usually none).
@@ -144,7 +165,7 @@ impl Engine {
         let Some(re) = rule.regex.get() else {
             return start + 1;
         };
-        let end = if rule.multiline {
+        let end = if rule.shape().multiline {
             let lim = start.saturating_add(rule.max_len).min(len);
             memchr::memchr(b'\n', &hay[lim..]).map_or(len, |i| lim + i)
         } else {
@@ -184,7 +205,8 @@ impl Engine {
     ) -> usize {
         let len = hay.len();
         let ls = memchr::memrchr(b'\n', &hay[..hit_start]).map_or(0, |i| i + 1);
-        let (le, line_end_of_hit) = if rule.multiline {
+        let multiline = rule.shape().multiline;
+        let (le, line_end_of_hit) = if multiline {
             let lim = hit_end.saturating_add(rule.max_len).min(len);
             let le = memchr::memchr(b'\n', &hay[lim..]).map_or(len, |i| lim + i);
             let hl = memchr::memchr(b'\n', &hay[hit_end..]).map_or(len, |i| hit_end + i);
@@ -203,7 +225,7 @@ impl Engine {
             let Some(m) = re.search(&Input::new(window).range(pos..)) else {
                 break;
             };
-            if rule.multiline && m.end() == le && le < len && m.start() > line_end_of_hit {
+            if multiline && m.end() == le && le < len && m.start() > line_end_of_hit {
                 // May be cut by the window: rescan it from its own keyword hit.
                 return m.start();
             }
@@ -245,7 +267,7 @@ impl Engine {
         (mstart, mend): (usize, usize),
         out: &mut Vec<Span>,
     ) -> Option<usize> {
-        let (s, e) = if rule.has_groups {
+        let (s, e) = if rule.shape().has_groups {
             let mut caps = re.create_captures();
             let input = Input::new(window)
                 .span(mstart..window.len())
@@ -366,6 +388,19 @@ impl Engine {
         });
         out
     }
+}
+
+/// The prefilter automaton over `keywords` (ASCII case-insensitive,
+/// standard overlapping semantics); both kinds report the same matches.
+fn keyword_automaton(
+    keywords: &[String],
+    kind: AhoCorasickKind,
+) -> Result<AhoCorasick, aho_corasick::BuildError> {
+    AhoCorasickBuilder::new()
+        .ascii_case_insensitive(true)
+        .match_kind(MatchKind::Standard)
+        .kind(Some(kind))
+        .build(keywords)
 }
 
 /// Whether `pos` lies inside one of the sorted, disjoint `markers`.
@@ -534,4 +569,83 @@ fn identifier_shape(v: &[u8]) -> bool {
         }
     }
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The cheap automaton and the DFA report the same overlapping matches,
+    /// in the same order, so the scan does not depend on which one ran.
+    #[test]
+    fn both_automata_report_the_same_matches() {
+        let scrubber = crate::Scrubber::default_rules().expect("built-in rules load");
+        let keywords = &scrubber.engine.keywords;
+        let nfa = keyword_automaton(keywords, AhoCorasickKind::ContiguousNFA).expect("nfa");
+        let dfa = keyword_automaton(keywords, AhoCorasickKind::DFA).expect("dfa");
+        let mut hay = String::new();
+        for (i, k) in keywords.iter().enumerate() {
+            // every keyword, in mixed case, glued to its neighbours or not
+            let k = if i % 2 == 0 {
+                k.to_ascii_uppercase()
+            } else {
+                k.clone()
+            };
+            hay.push_str(&k);
+            hay.push_str(["", " ", "=x\n", "_"][i % 4]);
+        }
+        let hay = hay.repeat(3);
+        let all = |ac: &AhoCorasick| -> Vec<(usize, usize, usize)> {
+            ac.find_overlapping_iter(hay.as_bytes())
+                .map(|m| (m.pattern().as_usize(), m.start(), m.end()))
+                .collect()
+        };
+        let a = all(&nfa);
+        assert!(a.len() >= keywords.len() * 3);
+        assert_eq!(a, all(&dfa));
+    }
+
+    /// A long haystack (the DFA) and its short pieces (the NFA) give the
+    /// same findings.
+    #[test]
+    fn long_and_short_haystacks_agree() {
+        let scrubber = crate::Scrubber::default_rules().expect("built-in rules load");
+        let line = "export GITHUB_TOKEN=ghp_R4nd0mL00k1ngT0k3nV4lu3xYz0123456789 and password=Zq8#kL2!vN9w\n";
+        let short = scrubber.find(line);
+        assert!(!short.is_empty());
+        let n = DFA_MIN_HAYSTACK / line.len() + 2;
+        let long = line.repeat(n);
+        assert!(long.len() >= DFA_MIN_HAYSTACK);
+        let found = scrubber.find(&long);
+        assert_eq!(found.len(), short.len() * n);
+        for (i, f) in found.iter().enumerate() {
+            let s = &short[i % short.len()];
+            let off = (i / short.len()) * line.len();
+            assert_eq!(
+                (f.rule.as_str(), f.start, f.end),
+                (s.rule.as_str(), s.start + off, s.end + off)
+            );
+        }
+    }
+
+    /// Loading the built-in rules parses and compiles no pattern; a scan
+    /// parses only the rules whose keywords it meets.
+    #[test]
+    fn the_built_in_rules_load_lazily() {
+        let s = crate::Scrubber::build(crate::DEFAULT_RULES_TOML, false).expect("loads");
+        let parsed = |s: &crate::Scrubber| s.rules.iter().filter(|r| r.shape_known()).count();
+        assert_eq!(parsed(&s), 0);
+        assert!(s.engine.ac_dfa.get().is_none());
+        assert!(s.find("00000000-0000-4000-8000-000000000998").is_empty());
+        assert_eq!(parsed(&s), 0);
+        let found = s.find("token=ghp_R4nd0mL00k1ngT0k3nV4lu3xYz0123456789");
+        assert!(!found.is_empty());
+        let n = parsed(&s);
+        assert!(
+            n >= 1 && n < s.rules.len() / 4,
+            "{n} of {} rules parsed",
+            s.rules.len()
+        );
+        assert!(s.engine.ac_dfa.get().is_none());
+    }
 }

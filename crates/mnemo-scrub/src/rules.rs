@@ -105,8 +105,8 @@ pub struct Rule {
     pub(crate) pattern: String,
     pub(crate) keywords: Vec<String>,
     pub(crate) regex: LazyMeta,
-    pub(crate) anchored: bool,
-    pub(crate) has_groups: bool,
+    /// What the scan needs to know of the pattern (from its syntax tree).
+    shape: OnceLock<Shape>,
     pub(crate) secret_group: Option<usize>,
     pub(crate) entropy: Option<f64>,
     pub(crate) allow: Vec<LazyRegex>,
@@ -114,7 +114,6 @@ pub struct Rule {
     pub(crate) placeholders: bool,
     pub(crate) code_aware: bool,
     pub(crate) require_digit: bool,
-    pub(crate) multiline: bool,
     pub(crate) max_len: usize,
     pub(crate) pantheon_replacement: Option<String>,
     pub(crate) examples: Vec<String>,
@@ -148,7 +147,7 @@ impl Rule {
     }
     /// Whether the pattern can match across lines (PEM blocks, …).
     pub fn multiline(&self) -> bool {
-        self.multiline
+        self.shape().multiline
     }
     /// Replacement used by [`crate::ReplacementStyle::Pantheon`].
     pub fn pantheon_replacement(&self) -> Option<&str> {
@@ -185,13 +184,75 @@ impl Rule {
     /// (then the scan runs an anchored search at each keyword hit instead of
     /// scanning the hit's line).
     pub fn anchored_at_keyword(&self) -> bool {
-        self.anchored
+        self.shape().anchored
     }
+    /// What the scan needs to know of the pattern: computed when the rule
+    /// is loaded from a user's file, and on the first keyword hit for the
+    /// built-in file (a short process then parses only the patterns its
+    /// inputs reach). A pattern that does not parse (never the built-in
+    /// file's: its tests compile every one) has no regex either, so the
+    /// shape of it only needs to be conservative.
+    pub(crate) fn shape(&self) -> &Shape {
+        self.shape
+            .get_or_init(|| match parse_pattern(&self.pattern, false) {
+                Ok(hir) => Shape::of(&hir, &self.keywords),
+                Err(_) => Shape {
+                    anchored: false,
+                    has_groups: false,
+                    groups: 1,
+                    multiline: true,
+                },
+            })
+    }
+
+    /// Whether the shape was computed already (for tests).
+    #[cfg(test)]
+    pub(crate) fn shape_known(&self) -> bool {
+        self.shape.get().is_some()
+    }
+
     /// Compiles the rule's regexes now (they are otherwise compiled on first
     /// use) and reports any error.
     pub fn compile(&self) -> Result<(), RuleError> {
+        parse_pattern(&self.pattern, false).map_err(|e| RuleError::Regex {
+            id: self.id.clone(),
+            message: e,
+        })?;
+        if let Some(g) = self.secret_group
+            && (g == 0 || g >= self.shape().groups)
+        {
+            return Err(RuleError::Invalid {
+                id: self.id.clone(),
+                message: format!("secret_group {g} does not exist"),
+            });
+        }
         self.regex.force()?;
         self.allow.iter().try_for_each(LazyRegex::force)
+    }
+}
+
+/// A pattern's properties that the scan uses.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Shape {
+    /// Every match starts with a keyword (see [`Rule::anchored_at_keyword`]).
+    pub(crate) anchored: bool,
+    /// The pattern has capture groups.
+    pub(crate) has_groups: bool,
+    /// Capture groups, the implicit group 0 included.
+    groups: usize,
+    /// The pattern may match a `\n`.
+    pub(crate) multiline: bool,
+}
+
+impl Shape {
+    fn of(hir: &regex_syntax::hir::Hir, keywords: &[String]) -> Shape {
+        let groups = hir.properties().explicit_captures_len() + 1;
+        Shape {
+            anchored: starts_with_keyword(hir, keywords),
+            has_groups: groups > 1,
+            groups,
+            multiline: can_match_newline(hir),
+        }
     }
 }
 
@@ -246,17 +307,22 @@ pub(crate) struct LazyRegex {
 }
 
 impl LazyRegex {
-    fn new(id: &str, pattern: &str, case_insensitive: bool) -> Result<Self, RuleError> {
-        regex_syntax::ParserBuilder::new()
-            .unicode(false)
-            .utf8(false)
-            .case_insensitive(case_insensitive)
-            .build()
-            .parse(pattern)
-            .map_err(|e| RuleError::Regex {
+    /// A regex compiled on first use. Its syntax is checked here only when
+    /// `validate` (a user's rule file is compiled eagerly anyway, and the
+    /// built-in file's patterns are checked by its tests: parsing them all
+    /// at every start-up was most of a short process's work).
+    fn new(
+        id: &str,
+        pattern: &str,
+        case_insensitive: bool,
+        validate: bool,
+    ) -> Result<Self, RuleError> {
+        if validate {
+            parse_pattern(pattern, case_insensitive).map_err(|e| RuleError::Regex {
                 id: id.to_string(),
-                message: e.to_string(),
+                message: e,
             })?;
+        }
         Ok(LazyRegex {
             id: id.to_string(),
             pattern: pattern.to_string(),
@@ -289,6 +355,17 @@ pub(crate) struct Compiled {
     pub(crate) rules: Vec<Rule>,
     pub(crate) templates: Vec<LazyRegex>,
     pub(crate) placeholders: Vec<LazyRegex>,
+}
+
+/// Parses `pattern` with the engine's flags (bytes, Unicode off).
+fn parse_pattern(pattern: &str, case_insensitive: bool) -> Result<regex_syntax::hir::Hir, String> {
+    regex_syntax::ParserBuilder::new()
+        .unicode(false)
+        .utf8(false)
+        .case_insensitive(case_insensitive)
+        .build()
+        .parse(pattern)
+        .map_err(|e| e.to_string())
 }
 
 fn build_regex(id: &str, pattern: &str, case_insensitive: bool) -> Result<Regex, RuleError> {
@@ -341,13 +418,13 @@ pub(crate) fn compile(text: &str, eager: bool) -> Result<Compiled, RuleError> {
         .allow
         .templates
         .iter()
-        .map(|p| LazyRegex::new("allow.templates", p, true))
+        .map(|p| LazyRegex::new("allow.templates", p, true, eager))
         .collect::<Result<Vec<_>, _>>()?;
     let placeholders = file
         .allow
         .placeholders
         .iter()
-        .map(|p| LazyRegex::new("allow.placeholders", p, true))
+        .map(|p| LazyRegex::new("allow.placeholders", p, true, eager))
         .collect::<Result<Vec<_>, _>>()?;
     let mut seen = HashSet::new();
     let mut rules = Vec::with_capacity(file.rules.len());
@@ -374,37 +451,47 @@ pub(crate) fn compile(text: &str, eager: bool) -> Result<Compiled, RuleError> {
             });
         }
         let pattern = expand_macros(&spec.pattern, &file.macros);
-        // validates the syntax (same flags as the engine)
-        LazyRegex::new(&spec.id, &pattern, false)?;
         let regex = LazyMeta {
             id: spec.id.clone(),
             pattern: pattern.clone(),
             cell: OnceLock::new(),
         };
-        let groups = explicit_groups(&pattern) + 1;
-        let anchored = starts_with_keyword(&pattern, &keywords);
-        if let Some(g) = spec.secret_group
-            && (g == 0 || g >= groups)
-        {
+        // A user's file: one parse now validates the syntax and gives the
+        // pattern's shape. The built-in file: on first use (see `Rule::shape`).
+        let shape = OnceLock::new();
+        if eager {
+            let hir = parse_pattern(&pattern, false).map_err(|e| RuleError::Regex {
+                id: spec.id.clone(),
+                message: e,
+            })?;
+            let s = Shape::of(&hir, &keywords);
+            if let Some(g) = spec.secret_group
+                && (g == 0 || g >= s.groups)
+            {
+                return Err(RuleError::Invalid {
+                    id: spec.id,
+                    message: format!("secret_group {g} does not exist"),
+                });
+            }
+            let _ = shape.set(s);
+        } else if spec.secret_group == Some(0) {
             return Err(RuleError::Invalid {
                 id: spec.id,
-                message: format!("secret_group {g} does not exist"),
+                message: "secret_group 0 does not exist".into(),
             });
         }
         let allow = spec
             .allow
             .iter()
-            .map(|p| LazyRegex::new(&spec.id, p, true))
+            .map(|p| LazyRegex::new(&spec.id, p, true, eager))
             .collect::<Result<Vec<_>, _>>()?;
-        let multiline = can_match_newline(&pattern);
         rules.push(Rule {
             id: spec.id,
             description: spec.description,
             pattern,
             keywords,
             regex,
-            anchored,
-            has_groups: groups > 1,
+            shape,
             secret_group: spec.secret_group,
             entropy: spec.entropy,
             allow,
@@ -412,7 +499,6 @@ pub(crate) fn compile(text: &str, eager: bool) -> Result<Compiled, RuleError> {
             placeholders: spec.placeholders,
             code_aware: spec.code_aware,
             require_digit: spec.require_digit,
-            multiline,
             max_len: spec.max_len.unwrap_or(DEFAULT_MAX_LEN).clamp(256, 1 << 20),
             pantheon_replacement: spec.pantheon_replacement,
             examples: spec.examples,
@@ -433,29 +519,10 @@ pub(crate) fn compile(text: &str, eager: bool) -> Result<Compiled, RuleError> {
     })
 }
 
-/// Number of capture groups of a (syntactically valid) pattern.
-fn explicit_groups(pattern: &str) -> usize {
-    regex_syntax::ParserBuilder::new()
-        .unicode(false)
-        .utf8(false)
-        .build()
-        .parse(pattern)
-        .map(|h| h.properties().explicit_captures_len())
-        .unwrap_or(0)
-}
-
-/// Whether every match of `pattern` provably starts with one of `keywords`
+/// Whether every match of `hir` provably starts with one of `keywords`
 /// (ASCII case-insensitively). Conservative: `false` when unsure.
-fn starts_with_keyword(pattern: &str, keywords: &[String]) -> bool {
-    let Ok(hir) = regex_syntax::ParserBuilder::new()
-        .unicode(false)
-        .utf8(false)
-        .build()
-        .parse(pattern)
-    else {
-        return false;
-    };
-    let (set, _) = prefixes(&hir);
+fn starts_with_keyword(hir: &regex_syntax::hir::Hir, keywords: &[String]) -> bool {
+    let (set, _) = prefixes(hir);
     !set.is_empty()
         && set.iter().all(|p| {
             keywords
@@ -543,9 +610,8 @@ fn prefixes(h: &regex_syntax::hir::Hir) -> (Vec<Vec<u8>>, bool) {
 }
 
 /// Whether a pattern may match a `\n` (then it is scanned in a bounded
-/// multi-line window instead of the keyword's line). Errs on the side of
-/// "yes" when the pattern cannot be analysed.
-fn can_match_newline(pattern: &str) -> bool {
+/// multi-line window instead of the keyword's line).
+fn can_match_newline(hir: &regex_syntax::hir::Hir) -> bool {
     use regex_syntax::hir::{Class, Hir, HirKind};
     fn walk(h: &Hir) -> bool {
         match h.kind() {
@@ -564,12 +630,5 @@ fn can_match_newline(pattern: &str) -> bool {
             HirKind::Concat(v) | HirKind::Alternation(v) => v.iter().any(walk),
         }
     }
-    let mut parser = regex_syntax::ParserBuilder::new()
-        .unicode(false)
-        .utf8(false)
-        .build();
-    match parser.parse(pattern) {
-        Ok(h) => walk(&h),
-        Err(_) => true,
-    }
+    walk(hir)
 }

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createMnemoPlugin, preCompactRequest } from "../index.js";
+import { createMnemoPlugin, preCompactRequest } from "../lib.js";
 
 const bin = process.env.MNEMO_BIN;
 if (!bin) throw new Error("set MNEMO_BIN to the mnemo binary");
@@ -72,4 +72,13 @@ test("denied: the compaction stops with the Guardian's reason and way out", asyn
     );
     assert.equal(output.context.length, 0);
   });
+});
+
+test("index.js, the module OpenCode loads, exports the plugin alone", async () => {
+  // OpenCode calls every function a plugin module exports as a plugin; a
+  // helper exported there breaks the load (seen with opencode-ai 1.18.33).
+  const mod = await import("../index.js");
+  assert.deepEqual(Object.keys(mod), ["MnemoPlugin"]);
+  const hooks = await mod.MnemoPlugin({ client: client(session) });
+  assert.deepEqual(Object.keys(hooks), ["experimental.session.compacting"]);
 });

@@ -314,14 +314,64 @@ def plan_corpus(member: dict, transport: str) -> dict:
             else:
                 env = sign(env, "k1", RUNNER_SECRET)
         out.append({"env": env, "setup": False, "key": "k1" if "signature" in env["params"] else None})
+    return {"policy": deployment_policy(p, steps), "keys": keys, "clock": clock, "requests": out}
+
+
+def deployment_policy(p: dict, steps: list) -> str:
+    """The member's deployment state that the request does not carry
+    (intent, budgets, approvals, the policy engine's verdict), written as
+    mnemo policy. Only what the member states is written."""
     policy = "[guardian]\nrequire_provenance = false\n"
+    tools = []
     intent = p.get("intent") if isinstance(p.get("intent"), dict) else {}
     if intent.get("scope_mode") == "strict" and isinstance(intent.get("parsed"), list):
-        # The member's fixed, strict Intent is deployment state the request
-        # does not carry; mnemo has no IBAC, so its deployment policy stands
-        # in: only the intent's capabilities (as tool names) are registered.
-        policy += "[tools]\nregistered = " + json.dumps([str(c) for c in intent["parsed"]]) + "\n"
-    return {"policy": policy, "keys": keys, "clock": clock, "requests": out}
+        # The member's fixed, strict Intent: mnemo has no IBAC, so its
+        # deployment policy stands in: only the intent's capabilities (as
+        # tool names) are registered.
+        tools.append("registered = " + json.dumps([str(c) for c in intent["parsed"]]))
+    first_tool = steps[0]["request"].get("params", {}).get("tool", {}).get("name", "")
+    required, approvers, grants = [], [], []
+    approval = p.get("approval") if isinstance(p.get("approval"), dict) else None
+    if approval:
+        # A presented approval: its approver is one the policy
+        # authenticates when the member calls it VALID; the grant is bound
+        # to the agent and tool it was issued for.
+        who = approval.get("approver", {})
+        name = f"{who.get('type', 'human')}:{who.get('id', '')}"
+        bound = approval.get("issued_for", {})
+        required.append(bound.get("tool", first_tool))
+        if approval.get("state", "VALID") == "VALID":
+            approvers.append(name)
+        grants.append({"approver": name, "agent_id": bound.get("agent_id", "*"),
+                       "tool": bound.get("tool", first_tool), "decision": "allow"})
+    answer = p.get("approver_response") if isinstance(p.get("approver_response"), dict) else None
+    if answer:
+        # The approver's answer for this call, recorded as a standing grant.
+        name = "service:approver"
+        required.append(first_tool)
+        approvers.append(name)
+        grants.append({"approver": name, "agent_id": "*", "tool": first_tool,
+                       "decision": str(answer.get("decision", "")).lower()})
+    verdict = p.get("policy_verdict_before_mapping")
+    if isinstance(verdict, dict) and verdict.get("decision") == "escalate":
+        # The policy engine escalates the call to an approver; with no
+        # grant there is none to resolve it (approver_capability: none).
+        required.append(first_tool)
+    if required:
+        tools.append("[tools.approval]")
+        tools.append("required = " + json.dumps(sorted(set(required))))
+        tools.append("approvers = " + json.dumps(sorted(set(approvers))))
+        for g in grants:
+            tools.append("[[tools.approval.grant]]")
+            tools += [f"{k} = {json.dumps(v)}" for k, v in g.items()]
+    budget = (p.get("policy") or {}).get("budget") if isinstance(p.get("policy"), dict) else None
+    if isinstance(budget, dict) and "max_calls_per_turn" in budget:
+        tools.append("[[tools.budget]]")
+        tools.append("tool = " + json.dumps(budget.get("tool", first_tool)))
+        tools.append(f"max_calls_per_turn = {int(budget['max_calls_per_turn'])}")
+    if tools:
+        policy += "[tools]\n" + "\n".join(tools) + "\n"
+    return policy
 
 
 def plan_own(member: dict, transport: str) -> dict:

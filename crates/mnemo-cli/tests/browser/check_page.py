@@ -54,7 +54,7 @@ DOM_PROBE = r"""
   out.captions = document.querySelectorAll('table > caption').length;
   out.tables = document.querySelectorAll('table').length;
   out.scripts = document.querySelectorAll('script').length;
-  out.entry_texts = Array.from(document.querySelectorAll('#entries-table pre.entry')).map(p => p.textContent);
+  out.entry_texts = Array.from(document.querySelectorAll('#entries-table td.entry')).map(p => p.textContent);
   out.title = document.title;
   out.scroll_height = document.documentElement.scrollHeight;
   return JSON.stringify(out);

@@ -10,7 +10,9 @@
 #     result overflows (400 prompt is too long): the auto compaction is denied.
 #   U (user ends a deny): strict policy; /compact denied; then the user's next
 #     message overflows at once: the auto compaction is allowed (the message
-#     re-grounds) and the message reaches the model after it.
+#     re-grounds, also when the host has not yet written its line: the
+#     prompt recorded by `mnemo hook claude-code user-prompt-submit` counts)
+#     and the message reaches the model after it.
 set -u
 CLAUDE="$1"; MNEMO="$2"; W="$3"; HERE="$(cd "$(dirname "$0")" && pwd)"
 ip link set lo up
@@ -64,6 +66,10 @@ cat > "$W/settings.json" <<JSON
                                   {"type": "command", "command": "python3 $HERE/capture_hook.py $W/pre.jsonl"}]},
   {"matcher": "auto", "hooks": [{"type": "command", "command": "$MNEMO hook claude-code pre-compact --policy $W/policy.toml --store $W/guardian.sqlite3 2>>$W/hook.stderr"},
                                 {"type": "command", "command": "python3 $HERE/capture_hook.py $W/pre.jsonl"}]}
+],
+ "UserPromptSubmit": [
+  {"hooks": [{"type": "command", "command": "$MNEMO hook claude-code user-prompt-submit --policy $W/policy.toml --store $W/guardian.sqlite3 2>>$W/hook.stderr"},
+             {"type": "command", "command": "python3 $HERE/capture_hook.py $W/ups.jsonl"}]}
 ]}}
 JSON
 printf '[compaction]\nmanual_override = false\n' > "$W/policy.toml"

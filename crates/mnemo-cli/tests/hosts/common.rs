@@ -21,10 +21,20 @@ pub fn read(w: &Path, name: &str) -> String {
 /// namespace, and asserts that the driver succeeded. `None` when the host,
 /// `unshare` or python3 is missing (SKIPPED, or a failure under CI=true).
 pub fn run_session(bin: &str, what: &str, script: &str) -> Option<tempfile::TempDir> {
-    let host = hosts_bin().join(bin);
+    run_session_at(&hosts_bin().join(bin), what, "30-hosts.sh", script)
+}
+
+/// [`run_session`] with the host binary at `host`, installed by
+/// `.ci/setup.d/<setup>`.
+pub fn run_session_at(
+    host: &Path,
+    what: &str,
+    setup: &str,
+    script: &str,
+) -> Option<tempfile::TempDir> {
     if !host.exists() {
         mnemo_testkit::skip(&format!(
-            "{what} not installed at {} (.ci/setup.d/30-hosts.sh)",
+            "{what} not installed at {} (.ci/setup.d/{setup})",
             host.display()
         ));
         return None;
@@ -41,7 +51,7 @@ pub fn run_session(bin: &str, what: &str, script: &str) -> Option<tempfile::Temp
     let st = Command::new("timeout")
         .args(["600", "unshare", "-n", "sh"])
         .arg(&script)
-        .arg(&host)
+        .arg(host)
         .arg(env!("CARGO_BIN_EXE_mnemo"))
         .arg(dir.path())
         .status()

@@ -10,12 +10,15 @@ can assert what the model saw.
 
 What it answers, from the text of the last user message of a request:
 
-* a compaction request (Codex's summarisation prompt, or any request whose
-  last message asks for a summary) -> the text `SUMMARY: <...>`;
+* a compaction request (Codex's summarisation prompt, OpenCode's "anchored
+  summary" prompt, or any request whose last message asks for a summary) -> the text `SUMMARY: <...>`;
 * a message holding `search the web` -> a `web_search_call` item (untrusted,
   `external` content in the transcript) and a short answer;
 * a message holding `run a command` -> an `exec_command` function call
   (`cat notes.md`); the request that carries its output -> `The command ran.`;
+  over Chat Completions the call is OpenCode's `bash` tool (a `tool_calls`
+  delta), and a request whose last message is the tool's result (role
+  `tool`) -> `The command ran.`;
 * anything else -> `OK: <first words of the message>`.
 
 Every response reports `usage.total_tokens`: 1,000,000 when the message holds
@@ -43,6 +46,7 @@ COMPACT_MARKERS = (
     "summary of the conversation",
     "handoff summary",
     "create a summary",
+    "anchored summary",
 )
 
 
@@ -169,19 +173,30 @@ class Handler(BaseHTTPRequestHandler):
             if isinstance(m, dict) and m.get("role") == "user":
                 last = content_text(m.get("content"))
                 break
-        answer, tokens = plan(last, json.dumps(msgs))
+        tail = msgs[-1] if msgs and isinstance(msgs[-1], dict) else {}
+        if tail.get("role") == "tool":
+            answer, tokens = [("text", "The command ran.")], (1_000_000 if "BIG" in last else 100)
+        else:
+            answer, tokens = plan(last, json.dumps(msgs))
         text = " ".join(v for k, v in answer if k == "text") or "OK."
+        calls = [{"index": 0, "id": next_id("call"), "type": "function", "function": {
+            "name": "bash", "arguments": json.dumps({"command": v["cmd"], "description": "Show the notes"})}}
+            for k, v in answer if k == "call"]
         cid = next_id("chatcmpl")
         model = body.get("model", "mock-model")
         usage = {"prompt_tokens": tokens, "completion_tokens": 1, "total_tokens": tokens + 1}
+        finish = "tool_calls" if calls else "stop"
         if not body.get("stream"):
+            message = {"role": "assistant", "content": None if calls else text}
+            if calls:
+                message["tool_calls"] = [{k: v for k, v in c.items() if k != "index"} for c in calls]
             return self.json({"id": cid, "object": "chat.completion", "model": model, "choices": [
-                {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-                "usage": usage})
+                {"index": 0, "message": message, "finish_reason": finish}], "usage": usage})
+        delta = {"tool_calls": calls} if calls else {"content": text}
         chunks = [
             {"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]},
-            {"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]},
-            {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}], "usage": usage},
+            {"choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+            {"choices": [{"index": 0, "delta": {}, "finish_reason": finish}], "usage": usage},
         ]
         out = ""
         for c in chunks:
