@@ -166,12 +166,19 @@ fn lookups_agree(s: &mut dyn SessionStore, session: &str, steps: &[StepRecord], 
         assert_eq!(got, ref_nodes(steps, &pids), "latest_nodes {pids:?}");
 
         let id = format!("r{}", r.below(n + 3));
-        for method in ["steps/toolCallRequest", "steps/userMessage"] {
+        // Step ids are unique within a session (the trait's contract):
+        // has_step is only asked of ids recorded at most once.
+        let times = steps.iter().filter(|st| st.step_id == id).count();
+        for method in if times > 1 {
+            [].as_slice()
+        } else {
+            ["steps/toolCallRequest", "steps/userMessage"].as_slice()
+        } {
             assert_eq!(
                 s.has_step(session, &id, method).unwrap(),
                 steps
                     .iter()
-                    .any(|st| st.step_id == id && st.method == method),
+                    .any(|st| st.step_id == id && st.method == *method),
                 "has_step {id} {method}"
             );
         }
