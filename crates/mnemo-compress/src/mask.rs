@@ -2,8 +2,9 @@
 //!
 //! A mask, chosen by [`Config::mask_for`] with SPEC §2's precedence (exact
 //! pair, then `* → to`, then `from → *`, then `* → *`), says which fields of
-//! a compressed entry survive for the receiving agent. `summary:60` keeps the
-//! first 60 characters of the summary, cut on a character boundary.
+//! a compressed entry survive for the receiving agent. `summary:60` keeps at
+//! most the first 60 characters of the summary, cut at a word boundary
+//! ([`first_words`]).
 
 use mnemo_model::{Config, Status, SummaryRecord};
 use serde::Serialize;
@@ -134,6 +135,44 @@ pub fn first_chars(s: &str, n: usize) -> &str {
     }
 }
 
+/// At most `n` characters of `s`, whitespace runs collapsed, cut at a word
+/// boundary (the `summary:60` of seed §5): a word that does not fit is left
+/// out whole, so a path or a status code is never cut in half. A first
+/// word longer than `n` is cut at `n` characters (there is no boundary
+/// before it). An HTTP method left without its path and a dangling
+/// function word (`of`, `the`) are dropped. Trailing separators (`,`, `;`, `:`, `—`) are dropped.
+pub fn first_words(s: &str, n: usize) -> String {
+    let s = one_line(s);
+    if s.chars().count() <= n {
+        return s;
+    }
+    let head = first_chars(&s, n);
+    // The character after the cut: a space means the cut is on a boundary.
+    let on_boundary = s[head.len()..].starts_with(' ');
+    let cut = if on_boundary {
+        head
+    } else {
+        match head.rfind(' ') {
+            Some(i) => &head[..i],
+            None => head,
+        }
+    };
+    let mut cut = cut.trim_end_matches([',', ';', ':', ' ', '—', '-']);
+    // A method whose path was left out is half a fact: it goes too.
+    // So does a dangling function word (`security of`).
+    while let Some((rest, last)) = cut.rsplit_once(' ')
+        && (HTTP_METHODS.contains(&last) || DANGLING.contains(&last.to_lowercase().as_str()))
+    {
+        cut = rest.trim_end_matches([',', ';', ':', ' ', '—', '-']);
+    }
+    cut.to_string()
+}
+
+const HTTP_METHODS: &[&str] = &["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"];
+const DANGLING: &[&str] = &[
+    "a", "an", "the", "of", "to", "and", "or", "with", "for", "in", "on", "at", "by", "from",
+];
+
 /// Applies `mask` to a record. `semantic` is the generated semantic summary
 /// (CRITICAL/HIGH), kept when the mask keeps `summary_semantic`. Empty
 /// values stay `None`.
@@ -160,10 +199,10 @@ pub fn apply_mask(record: &SummaryRecord, semantic: Option<&str>, mask: &FieldMa
         },
         summary: mask.summary.and_then(|limit| {
             let text = match limit {
-                Some(n) => first_chars(&record.summary, n),
-                None => record.summary.as_str(),
+                Some(n) => first_words(&record.summary, n),
+                None => record.summary.clone(),
             };
-            nonempty(text)
+            nonempty(&text)
         }),
         summary_semantic: if mask.summary_semantic {
             semantic.and_then(nonempty)
@@ -284,6 +323,39 @@ fn one_line(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn first_words_cuts_at_a_word_boundary() {
+        let s = "POST /v2/payments/intents returns 202 Accepted with a Location header";
+        let c = first_words(s, 60);
+        assert_eq!(c, "POST /v2/payments/intents returns 202 Accepted");
+        assert!(c.chars().count() <= 60);
+        // Exactly on a boundary: the word before it is kept.
+        assert_eq!(first_words("alpha beta gamma", 10), "alpha beta");
+        // Inside a word: that word goes whole.
+        assert_eq!(first_words("alpha beta gamma", 13), "alpha beta");
+        assert_eq!(first_words("short", 60), "short");
+        assert_eq!(first_words("a,  b\n c", 60), "a, b c");
+        assert_eq!(first_words("alpha, beta", 8), "alpha");
+        assert_eq!(first_words("supercalifragilistic", 5), "super");
+        assert_eq!(first_words("héllo wörld", 8), "héllo");
+    }
+
+    #[test]
+    fn the_summary_limit_of_a_mask_never_cuts_a_word() {
+        let r = SummaryRecord {
+            summary:
+                "Archived the notes on GET /unsubscribe?token=<jwt>&list=<slug> and the signing key"
+                    .into(),
+            ..SummaryRecord::default()
+        };
+        let m = apply_mask(&r, None, &FieldMask::parse(&["summary:60"]));
+        let s = m.summary.unwrap_or_default();
+        // The path does not fit: it goes whole, and so do its method and
+        // the dangling `on`.
+        assert_eq!(s, "Archived the notes");
+        assert!(s.chars().count() <= 60, "{s}");
+    }
 
     #[test]
     fn first_chars_respects_char_boundaries() {

@@ -12,10 +12,12 @@ use serde::Serialize;
 
 use crate::budget::{AllocItem, BudgetParams, HalfLines, PhaseAllocation, allocate_phase};
 use crate::facts::extract;
-use crate::mask::{FieldMask, MaskedEntry, entry_fields, mask_entry};
+use crate::mask::{FieldMask, MaskedEntry, entry_fields, first_words, mask_entry};
 use crate::preflight::{ArtifactType, Decision, Preflight, can_compress};
 use crate::render::{EntryTokens, EntryView, confirmation};
-use crate::summary::{DeterministicSummarizer, Summarizer, SummaryRequest};
+use crate::summary::{
+    Body, DeterministicSummarizer, Summarizer, Summary, SummaryRequest, short_file_list,
+};
 use crate::xref::{NewRef, detect};
 
 /// One phase of a gate.
@@ -144,6 +146,8 @@ pub fn compress_phase(
             Ok(s) => (s, false),
             Err(_) => (fallback.build(&req), true),
         };
+        let pair_mask = FieldMask::for_pair(config, from, to.unwrap_or("*"));
+        let summary = limit_summary(summary, r, &pair_mask);
         let agent = config.display_agent(r.agent.as_deref().unwrap_or(from));
         let phase = r.phase.as_deref().unwrap_or(input.phase).to_string();
         let date = r.date.as_deref().unwrap_or(input.date).to_string();
@@ -156,11 +160,7 @@ pub fn compress_phase(
         );
         let facts = extract(&r.scoring_text(), &r.files_changed);
         refs.extend(detect(r, ea.band, &phase, &agent, &facts));
-        let fields = entry_fields(
-            r,
-            &FieldMask::for_pair(config, from, to.unwrap_or("*")),
-            &summary.lines().join(" "),
-        );
+        let fields = entry_fields(r, &pair_mask, &summary.lines().join(" "));
         let mut view = EntryView {
             agent,
             date,
@@ -190,6 +190,30 @@ pub fn compress_phase(
         skipped,
         refs,
     }
+}
+
+/// A pair whose mask keeps only the first `n` characters of the summary
+/// and no semantic summary (seed §5: `* → mnemosyne`, "summary (first 60
+/// chars)") gets that as its one line, cut at a word boundary
+/// ([`first_words`]); a LOW entry stays its file names. Other pairs keep
+/// the summarizer's lines.
+fn limit_summary(mut summary: Summary, r: &SummaryRecord, mask: &FieldMask) -> Summary {
+    let (Some(Some(n)), false) = (mask.summary, mask.summary_semantic) else {
+        return summary;
+    };
+    if matches!(summary.body, Body::Aggressive { .. }) {
+        return summary;
+    }
+    let files = match &summary.body {
+        Body::Standard { files, .. } => files.clone(),
+        _ => short_file_list(&r.files_changed),
+    };
+    summary.body = Body::Standard {
+        sentence: first_words(&r.summary, n),
+        files,
+    };
+    summary.files.clear();
+    summary
 }
 
 /// The task discriminator of each record's §17 key (SPEC §2): `None` for a

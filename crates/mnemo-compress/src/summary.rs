@@ -21,7 +21,7 @@ use serde::Serialize;
 use crate::budget::Mode;
 use crate::extractive as ex;
 use crate::facts::{Facts, extract};
-use crate::mask::first_chars;
+use crate::mask::{first_chars, first_words};
 
 /// The longest line a summary writes, in characters (labels excluded).
 pub const LINE_CAP: usize = 480;
@@ -624,10 +624,8 @@ pub fn cut_clauses(s: &str, cap: usize) -> String {
         out.push_str(&c.text);
     }
     if out.is_empty() {
-        out = first_chars(&s, cap).to_string();
-        if let Some(i) = out.rfind(' ') {
-            out.truncate(i);
-        }
+        // No clause fits: whole words only, never a method without its path.
+        out = first_words(&s, cap);
     }
     out.trim_end_matches([',', ';', ':', ' ', '—', '-'])
         .to_string()
@@ -686,6 +684,19 @@ mod tests {
         assert!(s.chars().count() <= 16, "{s}");
         assert!(s.ends_with('…'));
         assert_eq!(cut_words("a\n b", 10), "a b");
+    }
+
+    #[test]
+    fn cut_clauses_never_cuts_inside_a_fact() {
+        let s = "Clients that poll too often are throttled and then retried on GET /v2/payments/intents/{intent_id}";
+        let c = cut_clauses(s, 80);
+        assert!(c.chars().count() <= 80, "{c}");
+        assert!(s.starts_with(&c), "{c}");
+        assert!(!c.ends_with("GET") && !c.ends_with(" on"), "{c}");
+        assert_eq!(
+            c,
+            "Clients that poll too often are throttled and then retried"
+        );
     }
 
     #[test]

@@ -194,3 +194,56 @@ fn failing_summarizer_falls_back() {
             .all(|e| e.view.date == "2026-06-21" && e.view.phase == "2")
     );
 }
+
+/// Seed §5: `* → mnemosyne` keeps "summary (first 60 chars)", no semantic
+/// summary and no files: the archive gets one line of at most 60
+/// characters, cut at a word boundary, whatever the band.
+#[test]
+fn mnemosyne_gets_the_first_sixty_characters_at_a_word_boundary() {
+    let config = Config::default();
+    let engine = Engine::new(&config).unwrap();
+    let long = "Breaking change: POST /auth/login now returns 202 Accepted and the refresh cookie is HttpOnly; Secure; SameSite=Strict. Clients must re-login.";
+    let records = vec![rec(
+        "hermes",
+        Some(Status::Complete),
+        long,
+        &["backend/routers/auth.py"],
+    )];
+    let input = PhaseInput {
+        phase: "1",
+        date: "2026-06-20",
+        to: Some("mnemosyne"),
+        phases: None,
+        carry_in: HalfLines(0),
+        records: &records,
+    };
+    let out = compress_phase(
+        &config,
+        &engine,
+        &DeterministicSummarizer::new(&config),
+        &input,
+    );
+    let e = &out.entries[0];
+    let Body::Standard { sentence, .. } = &e.view.summary.body else {
+        panic!("one line for the archive: {:?}", e.view.summary.body);
+    };
+    assert!(sentence.chars().count() <= 60, "{sentence}");
+    assert!(long.starts_with(sentence.as_str()), "{sentence}");
+    // The next character of the summary is a space: no word was cut.
+    assert!(long[sentence.len()..].starts_with(' '), "{sentence}");
+    assert!(!e.view.fields.files);
+    let input = PhaseInput {
+        to: Some("aphrodite"),
+        ..input
+    };
+    let out = compress_phase(
+        &config,
+        &engine,
+        &DeterministicSummarizer::new(&config),
+        &input,
+    );
+    // Another receiver keeps the summarizer's lines: the facts past the
+    // first 60 characters are still there.
+    let lines = out.entries[0].view.summary.lines().join(" ");
+    assert!(lines.contains("202 Accepted"), "{lines}");
+}
