@@ -4,22 +4,27 @@
 //! exact to the encoder: the text is split by o200k's pre-tokenisation
 //! pattern and each piece is merged by rank, as tiktoken does.
 //!
-//! The vocabulary is compiled in as one deflated blob of about 1 MB (the
-//! tokens' bytes in rank order, written by the build script from
-//! `bpe-openai`), and is inflated and indexed on the first count only, so
-//! that commands that never count tokens pay nothing for it.
+//! The vocabulary is compiled in with its hash index, both laid out by the
+//! build script from `bpe-openai` (about 3.6 MB: the tokens' bytes in rank
+//! order, their offsets, and an open-addressing table; see `table.rs`), and
+//! read in place: a count costs page faults on the slots and tokens it
+//! touches, not a 200,000-entry index build; commands that never count
+//! tokens touch none of it. The pre-tokenisation regex is compiled on the
+//! first count.
 //!
 //! Must never: panic on any text, do I/O, or load the vocabulary before a
 //! count is asked for.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::OnceLock;
 
 use regex_automata::meta::Regex;
 use regex_automata::{Anchored, Input};
 
-static PACKED: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/o200k.deflate"));
+mod table;
+
+/// The vocabulary and its index, laid out by the build script (see
+/// `table.rs`).
+static TABLE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/o200k.bin"));
 
 /// o200k's pre-tokenisation, but for its two whitespace alternatives
 /// (`\s+(?!\S)` and `\s+`), which need a look-ahead and are handled by hand.
@@ -31,35 +36,73 @@ const PATTERN: &str = concat!(
     r"|\s*[\r\n]+",
 );
 
-/// A small multiplicative hasher (the vocabulary's keys are short byte
-/// strings, and nothing here is adversarial: a slow path is only slower).
-#[derive(Default)]
-struct Mix(u64);
+/// The vocabulary read in place: token count, offsets, slots, bytes.
+struct Vocab {
+    count: usize,
+    offsets: &'static [u8],
+    slots: &'static [u8],
+    bytes: &'static [u8],
+}
 
-impl Hasher for Mix {
-    fn finish(&self) -> u64 {
-        self.0
+fn u32_at(area: &[u8], i: usize) -> Option<u32> {
+    let at = i.checked_mul(4)?;
+    let w = area.get(at..at.checked_add(4)?)?;
+    let mut b = [0u8; 4];
+    b.copy_from_slice(w);
+    Some(u32::from_le_bytes(b))
+}
+
+impl Vocab {
+    fn new(blob: &'static [u8]) -> Result<Vocab, LoadError> {
+        let count = u32_at(blob, 0).ok_or_else(|| LoadError("truncated header".into()))? as usize;
+        let off_len = count
+            .checked_add(1)
+            .and_then(|c| c.checked_mul(4))
+            .ok_or_else(|| LoadError("bad token count".into()))?;
+        let rest = blob.get(4..).unwrap_or_default();
+        if rest.len() < off_len + 4 * table::SLOTS {
+            return Err(LoadError("truncated index".into()));
+        }
+        let (offsets, rest) = rest.split_at(off_len);
+        let (slots, bytes) = rest.split_at(4 * table::SLOTS);
+        if u32_at(offsets, count).map(|e| e as usize) != Some(bytes.len()) {
+            return Err(LoadError("index and tokens disagree".into()));
+        }
+        Ok(Vocab {
+            count,
+            offsets,
+            slots,
+            bytes,
+        })
     }
-    fn write(&mut self, bytes: &[u8]) {
-        let mut h = self.0;
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(c);
-            h = (h.rotate_left(5) ^ u64::from_le_bytes(w)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+
+    fn token(&self, rank: usize) -> Option<&'static [u8]> {
+        let s = u32_at(self.offsets, rank)? as usize;
+        let e = u32_at(self.offsets, rank.checked_add(1)?)? as usize;
+        self.bytes.get(s..e)
+    }
+
+    /// The rank of `piece`, if it is a token.
+    fn get(&self, piece: &[u8]) -> Option<u32> {
+        let mut i = table::slot_of(table::hash(piece));
+        for _ in 0..table::SLOTS {
+            let s = u32_at(self.slots, i)?;
+            if s == 0 {
+                return None;
+            }
+            let rank = s - 1;
+            if (rank as usize) < self.count && self.token(rank as usize) == Some(piece) {
+                return Some(rank);
+            }
+            i = (i + 1) & (table::SLOTS - 1);
         }
-        for &b in chunks.remainder() {
-            h = (h.rotate_left(5) ^ u64::from(b)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-        }
-        self.0 = h;
+        None
     }
 }
 
-type Ranks = HashMap<&'static [u8], u32, BuildHasherDefault<Mix>>;
-
 /// The loaded encoder.
 struct Encoder {
-    ranks: Ranks,
+    ranks: Vocab,
     pattern: Regex,
 }
 
@@ -76,28 +119,7 @@ impl std::fmt::Display for LoadError {
 impl std::error::Error for LoadError {}
 
 fn load() -> Result<Encoder, LoadError> {
-    let blob = miniz_oxide::inflate::decompress_to_vec(PACKED)
-        .map_err(|e| LoadError(format!("inflate: {e:?}")))?;
-    // The vocabulary lives as long as the process: one allocation, leaked
-    // once, so that the index can borrow from it.
-    let blob: &'static [u8] = Box::leak(blob.into_boxed_slice());
-    let (count, mut rest) = blob
-        .split_first_chunk::<4>()
-        .ok_or_else(|| LoadError("truncated header".into()))?;
-    let count = u32::from_le_bytes(*count);
-    let mut ranks = Ranks::with_capacity_and_hasher(count as usize, Default::default());
-    for rank in 0..count {
-        let (&len, tail) = rest
-            .split_first()
-            .ok_or_else(|| LoadError(format!("truncated at token {rank}")))?;
-        let len = usize::from(len);
-        if tail.len() < len {
-            return Err(LoadError(format!("truncated at token {rank}")));
-        }
-        let (token, tail) = tail.split_at(len);
-        ranks.insert(token, rank);
-        rest = tail;
-    }
+    let ranks = Vocab::new(TABLE)?;
     let pattern = Regex::new(PATTERN).map_err(|e| LoadError(e.to_string()))?;
     Ok(Encoder { ranks, pattern })
 }
@@ -110,13 +132,13 @@ fn encoder() -> Result<&'static Encoder, LoadError> {
 
 impl Encoder {
     fn rank(&self, bytes: &[u8]) -> u32 {
-        self.ranks.get(bytes).copied().unwrap_or(u32::MAX)
+        self.ranks.get(bytes).unwrap_or(u32::MAX)
     }
 
     /// Tokens of one piece: merge the adjacent pair of lowest rank until no
     /// pair is in the vocabulary.
     fn count_piece(&self, piece: &[u8]) -> usize {
-        if piece.len() <= 1 || self.ranks.contains_key(piece) {
+        if piece.len() <= 1 || self.ranks.get(piece).is_some() {
             return usize::from(!piece.is_empty());
         }
         // Boundaries of the current parts; `pair[i]` is the rank of parts
