@@ -908,6 +908,18 @@ impl<S: SessionStore> Guardian<S> {
         self.append_step(session, method, params, params_v, judged)
     }
 
+    /// The decision [`Self::pre_compact_from_host`] would take on `host`,
+    /// with nothing recorded (no request id marked, no step, no chain
+    /// entry): lets an adapter see whether a second look at a transcript
+    /// the host is still writing is worth its wait.
+    pub fn dry_pre_compact_from_host(&mut self, host: &HostCompaction<'_>) -> Decision {
+        let known: Vec<Provenance> = match self.store.steps(host.session_id) {
+            Ok(steps) => steps.into_iter().flat_map(|s| s.provenance).collect(),
+            Err(_) => Vec::new(),
+        };
+        self.decide_host(host, &known)
+    }
+
     /// A host's compaction (the Claude Code and Codex hooks): the region's
     /// entries, oldest first, come from the host's own transcript instead
     /// of recorded steps, so that ordering (and with it re-grounding) is

@@ -4,7 +4,7 @@
 
 use super::{BlockStyle, HookOutput, Host, claude, codex, parse_hook_input, render};
 use crate::collapse::{Collapser, Limits};
-use mnemo_acs::model::Origin;
+use mnemo_acs::model::{Origin, Verdict};
 use mnemo_guardian::decide::{Decision, EntryProvenance};
 use mnemo_guardian::policy::Policy;
 use mnemo_guardian::protocol::{
@@ -23,6 +23,19 @@ pub const MAX_LINE: usize = 64 << 20;
 pub const LOOKBACK: u64 = 64 << 20;
 /// Step id (and source id) of transcript content the hook could not read.
 pub const UNREAD: &str = "mnemo:transcript-unread";
+
+/// How long after the hook started an allow waits for Claude Code's
+/// transcript to stop growing: the host appends queued lines every 100 ms
+/// (`FLUSH_INTERVAL_MS` in 2.1.197), so every line queued before the hook
+/// ran is in the file by then, with room for a loaded machine.
+pub const SETTLE: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// The quiet time before a re-read transcript is judged again.
+const REREAD_QUIET: std::time::Duration = std::time::Duration::from_millis(150);
+
+/// Re-reads of a transcript that keeps growing before what is still
+/// unwritten counts as untrusted (fail closed).
+const MAX_SETTLE_ROUNDS: usize = 8;
 
 /// Result of one hook run.
 #[derive(Debug, Clone)]
@@ -74,62 +87,64 @@ pub fn run_pre_compact(
             (open_guardian(&memory, Transport::Stdio, true)?, false)
         }
     };
-    let mut pending: Vec<String> = Vec::new();
-    let mut last_prompt_id: Option<String> = None;
-    let mut transcript_read = false;
-    let (mut entries, bad) = match hook.transcript_path.as_deref() {
-        Some(p) if !p.is_empty() => {
-            let path = std::path::Path::new(p);
-            let mut t = read_transcript_for(host, path, guardian.policy());
-            for why in &t.problems {
-                note.push_str(&format!(
-                    "mnemo guardian: cannot read transcript {p} whole ({why}); what was not read counts as untrusted ({UNREAD})\n"
-                ));
-            }
-            if host == Host::ClaudeCode {
-                crate::trail_hook::link_prior_compaction(
-                    opts,
-                    &hook.session_id,
-                    path,
-                    t.boundary,
-                    &mut t.entries,
-                );
-            }
-            pending = t.pending_user_turns;
-            last_prompt_id = t.last_prompt_id;
-            transcript_read = t.problems.is_empty();
-            if t.folded > 0 {
-                note.push_str(&format!(
-                    "mnemo guardian: transcript {p}: the region to compact holds {} entries; {} of them were folded into collapsed entries ({}…) to keep memory bounded: the verdict, the earliest untrusted step and the last re-grounding are the whole region's, the decision's counts count a collapsed entry once\n",
-                    t.represented,
-                    t.folded,
-                    crate::collapse::COLLAPSED
-                ));
-            }
-            (t.entries, t.bad)
-        }
-        _ => (Vec::new(), 0),
+    let started = std::time::Instant::now();
+    let mut g = gather(host, opts, &hook, guardian.policy());
+    let session_id = if hook.session_id.is_empty() {
+        "unknown-session"
+    } else {
+        hook.session_id.as_str()
     };
-    let trigger = trigger_from_host(hook.trigger.as_deref().unwrap_or("auto"));
-    // Claude Code writes transcript lines asynchronously: the reactive auto
-    // compaction of the turn the user's message overflowed can run before
-    // that message's line is written. The prompt recorded at
-    // UserPromptSubmit (the user's own words, this very turn, no line of the
-    // turn written yet) stands for that line, where the host puts it: last
-    // in the region it compacts ([`crate::prompt`]). A manual /compact
-    // never takes this path.
+    // Claude Code queues transcript lines and appends them on a timer
+    // (FLUSH_INTERVAL_MS = 100 in 2.1.197): lines the host queued just
+    // before PreCompact (the Read result of the request that overflowed)
+    // can still be missing from the file. A deny stands on what was read
+    // (more lines can only add taint or a user turn the recorded prompt
+    // already stands for); an allow is only given on a transcript that
+    // stopped growing [`SETTLE`] after the hook started.
     if host == Host::ClaudeCode
-        && hook.trigger.as_deref() == Some("auto")
-        && transcript_read
-        && let Some(pid) = hook.prompt_id.as_deref()
-        && last_prompt_id.as_deref() != Some(pid)
-        && crate::prompt::typed_prompt(opts, &hook.session_id, pid).is_some()
+        && let Some(p) = hook.transcript_path.as_deref().filter(|p| !p.is_empty())
     {
-        entries.push(crate::entry(
-            format!("prompt:{pid}"),
-            vec![(Origin::UserInput, Some("claude-code:user".to_string()))],
-        ));
+        let path = std::path::Path::new(p);
+        let mut rounds = 0;
+        loop {
+            let probe = HostCompaction {
+                session_id,
+                agent_id: "claude-code",
+                request_id: "dry-run",
+                entries: &g.entries,
+                after: &[],
+                trigger: trigger_from_host(hook.trigger.as_deref().unwrap_or("auto")),
+            };
+            if guardian.dry_pre_compact_from_host(&probe).verdict != Verdict::Allow {
+                break;
+            }
+            let quiet = if rounds == 0 { SETTLE } else { REREAD_QUIET };
+            let since = if rounds == 0 { started } else { g.read_at };
+            if let Some(left) = quiet.checked_sub(since.elapsed()) {
+                std::thread::sleep(left);
+            }
+            if file_len(path) == g.len {
+                break;
+            }
+            rounds += 1;
+            if rounds > MAX_SETTLE_ROUNDS {
+                g.notes.push_str(&format!(
+                    "mnemo guardian: transcript {p} kept growing for {rounds} reads; what the host had not written counts as untrusted ({UNREAD})\n"
+                ));
+                g.entries.push(unread());
+                break;
+            }
+            g = gather(host, opts, &hook, guardian.policy());
+        }
     }
+    note.push_str(&g.notes);
+    let Gathered {
+        entries,
+        bad,
+        pending,
+        ..
+    } = g;
+    let trigger = trigger_from_host(hook.trigger.as_deref().unwrap_or("auto"));
     // Codex's pre-turn compaction runs before the user's message of the
     // turn is written: that message comes after the region (re-grounding,
     // never summarised), so a deny ends on the turn the user ends it.
@@ -145,11 +160,6 @@ pub fn run_pre_compact(
             )]
         }
         _ => Vec::new(),
-    };
-    let session_id = if hook.session_id.is_empty() {
-        "unknown-session"
-    } else {
-        hook.session_id.as_str()
     };
     let request_id = fresh_request_id(session_id, entries.len());
     let (decision, recorded) = guardian.pre_compact_from_host(&HostCompaction {
@@ -183,6 +193,94 @@ pub fn run_pre_compact(
         bad_lines: bad,
         recorded,
     })
+}
+
+/// What one read of the hook's transcript gave.
+struct Gathered {
+    entries: Vec<EntryProvenance>,
+    bad: usize,
+    pending: Vec<String>,
+    notes: String,
+    /// The transcript's length when it was read (`None`: no file).
+    len: Option<u64>,
+    read_at: std::time::Instant,
+}
+
+/// The transcript's length in bytes (`None` when it cannot be read).
+fn file_len(path: &std::path::Path) -> Option<u64> {
+    std::fs::metadata(path).ok().map(|m| m.len())
+}
+
+/// Reads the transcript the hook input points to into the entries about to
+/// be compacted (plus, for Claude Code, the prompt recorded at
+/// UserPromptSubmit that stands for a line the host has not written yet).
+fn gather(host: Host, opts: &GuardOptions, hook: &crate::HookInput, policy: &Policy) -> Gathered {
+    let mut notes = String::new();
+    let read_at = std::time::Instant::now();
+    let Some(p) = hook.transcript_path.as_deref().filter(|p| !p.is_empty()) else {
+        return Gathered {
+            entries: Vec::new(),
+            bad: 0,
+            pending: Vec::new(),
+            notes,
+            len: None,
+            read_at,
+        };
+    };
+    let path = std::path::Path::new(p);
+    let len = file_len(path);
+    let mut t = read_transcript_for(host, path, policy);
+    for why in &t.problems {
+        notes.push_str(&format!(
+            "mnemo guardian: cannot read transcript {p} whole ({why}); what was not read counts as untrusted ({UNREAD})\n"
+        ));
+    }
+    if host == Host::ClaudeCode {
+        crate::trail_hook::link_prior_compaction(
+            opts,
+            &hook.session_id,
+            path,
+            t.boundary,
+            &mut t.entries,
+        );
+    }
+    if t.folded > 0 {
+        notes.push_str(&format!(
+            "mnemo guardian: transcript {p}: the region to compact holds {} entries; {} of them were folded into collapsed entries ({}…) to keep memory bounded: the verdict, the earliest untrusted step and the last re-grounding are the whole region's, the decision's counts count a collapsed entry once\n",
+            t.represented,
+            t.folded,
+            crate::collapse::COLLAPSED
+        ));
+    }
+    let transcript_read = t.problems.is_empty();
+    let mut entries = t.entries;
+    // Claude Code writes transcript lines asynchronously: the reactive auto
+    // compaction of the turn the user's message overflowed can run before
+    // that message's line is written. The prompt recorded at
+    // UserPromptSubmit (the user's own words, this very turn, no line of the
+    // turn written yet) stands for that line, where the host puts it: last
+    // in the region it compacts ([`crate::prompt`]). A manual /compact
+    // never takes this path.
+    if host == Host::ClaudeCode
+        && hook.trigger.as_deref() == Some("auto")
+        && transcript_read
+        && let Some(pid) = hook.prompt_id.as_deref()
+        && t.last_prompt_id.as_deref() != Some(pid)
+        && crate::prompt::typed_prompt(opts, &hook.session_id, pid).is_some()
+    {
+        entries.push(crate::entry(
+            format!("prompt:{pid}"),
+            vec![(Origin::UserInput, Some("claude-code:user".to_string()))],
+        ));
+    }
+    Gathered {
+        entries,
+        bad: t.bad,
+        pending: t.pending_user_turns,
+        notes,
+        len,
+        read_at,
+    }
 }
 
 /// Result of one PostCompact recording.
