@@ -913,11 +913,17 @@ impl<S: SessionStore> Guardian<S> {
     /// entry): lets an adapter see whether a second look at a transcript
     /// the host is still writing is worth its wait.
     pub fn dry_pre_compact_from_host(&mut self, host: &HostCompaction<'_>) -> Decision {
-        let known: Vec<Provenance> = match self.store.steps(host.session_id) {
+        let known = self.known_lineage(host.session_id);
+        self.decide_host(host, &known)
+    }
+
+    /// What earlier compactions of the session recorded (their summaries'
+    /// lineage); a store that cannot say leaves lineage unknown.
+    fn known_lineage(&mut self, session: &str) -> Vec<Provenance> {
+        match self.store.steps(session) {
             Ok(steps) => steps.into_iter().flat_map(|s| s.provenance).collect(),
             Err(_) => Vec::new(),
-        };
-        self.decide_host(host, &known)
+        }
     }
 
     /// A host's compaction (the Claude Code and Codex hooks): the region's
@@ -976,12 +982,7 @@ impl<S: SessionStore> Guardian<S> {
             let d = self.decide_host(host, &[]);
             return (d, Err(e.into()));
         }
-        // What earlier compactions of the session recorded (their summaries'
-        // lineage); a store that cannot say leaves lineage unknown.
-        let known: Vec<Provenance> = match self.store.steps(host.session_id) {
-            Ok(steps) => steps.into_iter().flat_map(|s| s.provenance).collect(),
-            Err(_) => Vec::new(),
-        };
+        let known = self.known_lineage(host.session_id);
         let d = self.decide_host(host, &known);
         // An allowed compaction keeps what it judged, so that the
         // postCompact can give the summary its lineage.
