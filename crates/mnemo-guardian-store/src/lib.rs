@@ -5,7 +5,7 @@
 //!
 //! **Owns:** the SQLite implementation of `mnemo_guardian::SessionStore`
 //! ([`sqlite`]: sessions, the replay window, steps with their provenance,
-//! the hash chain, preCompact decisions; WAL checkpoints off the request
+//! the hash chain, preCompact decisions, per-turn budget counters; WAL checkpoints off the request
 //! path for long-running servers), the PostgreSQL one ([`postgres`]: the
 //! same state shared by several Guardian processes, a session locked by
 //! the transaction that decides it; versioned migrations), the default

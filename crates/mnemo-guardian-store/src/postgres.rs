@@ -77,7 +77,18 @@ INSERT INTO guardian_step_nodes (session_id, provenance_id, seq, node)
 /// Columns added after the first migration, idempotently (ADD COLUMN IF NOT
 /// EXISTS), so that they take no migration number that another branch may
 /// also use: a preCompact decision's reasoning and reason codes.
-const ADD_COLUMNS: &str = "ALTER TABLE guardian_compactions ADD COLUMN IF NOT EXISTS reasoning TEXT, ADD COLUMN IF NOT EXISTS reason_codes TEXT";
+/// Under the migrations' advisory lock, so that two processes starting
+/// at once do not race on it. Also the per-turn budget counters
+/// ([`SessionStore::count_turn_call`]), likewise without a number.
+const ADD_COLUMNS: &str = "
+BEGIN;
+SELECT pg_advisory_xact_lock(7304011);
+ALTER TABLE guardian_compactions ADD COLUMN IF NOT EXISTS reasoning TEXT, ADD COLUMN IF NOT EXISTS reason_codes TEXT;
+CREATE TABLE IF NOT EXISTS guardian_turn_calls (
+  session_id TEXT NOT NULL, turn_id TEXT NOT NULL, budget TEXT NOT NULL, calls BIGINT NOT NULL,
+  PRIMARY KEY (session_id, turn_id, budget));
+COMMIT;
+";
 
 /// Statements prepared once per connection.
 #[derive(Debug)]
@@ -97,6 +108,7 @@ struct Stmts {
     append_chain: Statement,
     record_compaction: Statement,
     last_compaction: Statement,
+    count_turn_call: Statement,
 }
 
 impl Stmts {
@@ -166,6 +178,11 @@ impl Stmts {
             )?,
             last_compaction: c.prepare(
                 "SELECT step_id, entries, verdict, reasoning, reason_codes FROM guardian_compactions WHERE session_id = $1 ORDER BY id DESC LIMIT 1",
+            )?,
+            count_turn_call: c.prepare(
+                "INSERT INTO guardian_turn_calls (session_id, turn_id, budget, calls) VALUES ($1, $2, $3, 1)
+                 ON CONFLICT (session_id, turn_id, budget) DO UPDATE SET calls = guardian_turn_calls.calls + 1
+                 RETURNING calls",
             )?,
         })
     }
@@ -331,7 +348,7 @@ impl PostgresStore {
                 c.batch_execute(
                     "TRUNCATE guardian_sessions, guardian_seen_requests, guardian_seen_nonces,
                      guardian_steps, guardian_chain, guardian_compactions,
-                     guardian_step_origins, guardian_step_nodes",
+                     guardian_step_origins, guardian_step_nodes, guardian_turn_calls",
                 )
             })
             .map_err(db)?
@@ -565,6 +582,23 @@ impl SessionStore for PostgresStore {
                 .query_one(&st.has_step, &[&s, &step_id, &method])
                 .map_err(pgerr)?;
             Ok(row.get::<_, bool>(0))
+        })
+    }
+    fn count_turn_call(
+        &mut self,
+        session: &str,
+        turn: &str,
+        budget: &str,
+    ) -> Result<Option<u64>, StoreError> {
+        // Under the session's row lock: two instances counting calls of one
+        // turn take turns, and each sees the other's count.
+        let turn = turn.to_string();
+        let budget = budget.to_string();
+        self.with_session(session, move |c, st, s| {
+            let row = c
+                .query_one(&st.count_turn_call, &[&s, &turn, &budget])
+                .map_err(pgerr)?;
+            Ok(Some(u64::try_from(row.get::<_, i64>(0)).unwrap_or(0)))
         })
     }
     fn chain_head(&mut self, session: &str) -> Result<Option<(u64, Hash)>, StoreError> {

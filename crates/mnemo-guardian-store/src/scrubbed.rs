@@ -143,6 +143,16 @@ impl<S: SessionStore> SessionStore for Scrubbed<S> {
         let step = clean_step(step)?;
         self.inner.record_step(session, &step)
     }
+    fn count_turn_call(
+        &mut self,
+        session: &str,
+        turn: &str,
+        budget: &str,
+    ) -> Result<Option<u64>, StoreError> {
+        refuse("a session id", session)?;
+        refuse("a turn id", turn)?;
+        self.inner.count_turn_call(session, turn, budget)
+    }
     fn steps(&mut self, session: &str) -> Result<Vec<StepRecord>, StoreError> {
         self.inner.steps(session)
     }

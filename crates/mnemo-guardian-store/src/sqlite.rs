@@ -57,6 +57,9 @@ CREATE TABLE IF NOT EXISTS compactions (
   session_id TEXT NOT NULL, id INTEGER PRIMARY KEY AUTOINCREMENT, step_id TEXT NOT NULL,
   entries TEXT NOT NULL, verdict TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS compactions_session ON compactions (session_id, id);
+CREATE TABLE IF NOT EXISTS turn_calls (
+  session_id TEXT NOT NULL, turn_id TEXT NOT NULL, budget TEXT NOT NULL, calls INTEGER NOT NULL,
+  PRIMARY KEY (session_id, turn_id, budget)) WITHOUT ROWID;
 ";
 
 /// The schema version this build writes (`PRAGMA user_version`): 0 is a
@@ -563,6 +566,26 @@ impl SessionStore for SqliteStore {
             .db()?
             .query_row(params![session, step_id, method], |r| r.get::<_, bool>(0))
             .db()
+    }
+    fn count_turn_call(
+        &mut self,
+        session: &str,
+        turn: &str,
+        budget: &str,
+    ) -> Result<Option<u64>, StoreError> {
+        // Within the unit of work (BEGIN IMMEDIATE holds the write lock),
+        // so two processes on one file never count the same call twice.
+        let n: i64 = self
+            .conn
+            .prepare_cached(
+                "INSERT INTO turn_calls (session_id, turn_id, budget, calls) VALUES (?1, ?2, ?3, 1)
+                 ON CONFLICT (session_id, turn_id, budget) DO UPDATE SET calls = calls + 1
+                 RETURNING calls",
+            )
+            .db()?
+            .query_row(params![session, turn, budget], |r| r.get(0))
+            .db()?;
+        Ok(Some(u64::try_from(n).unwrap_or(0)))
     }
     fn chain_head(&mut self, session: &str) -> Result<Option<(u64, Hash)>, StoreError> {
         let row: Option<(i64, Vec<u8>)> = self

@@ -115,6 +115,25 @@ fn conformance(s: &mut dyn SessionStore, p: &str, transactional: bool) {
     );
     assert_eq!(s.last_compaction(&s2).unwrap(), None);
 
+    // Per-turn budget counters: one per (session, turn, budget glob).
+    assert_eq!(s.count_turn_call(&s1, "t1", "records.*").unwrap(), Some(1));
+    assert_eq!(s.count_turn_call(&s1, "t1", "records.*").unwrap(), Some(2));
+    assert_eq!(s.count_turn_call(&s1, "t1", "Bash").unwrap(), Some(1));
+    assert_eq!(s.count_turn_call(&s1, "t2", "records.*").unwrap(), Some(1));
+    assert_eq!(s.count_turn_call(&s2, "t1", "records.*").unwrap(), Some(1));
+    assert_eq!(s.count_turn_call(&s1, "", "records.*").unwrap(), Some(1));
+    assert_eq!(s.count_turn_call(&s1, "t1", "records.*").unwrap(), Some(3));
+    if transactional {
+        s.begin().unwrap();
+        assert_eq!(s.count_turn_call(&s1, "t1", "records.*").unwrap(), Some(4));
+        s.rollback().unwrap();
+        assert_eq!(
+            s.count_turn_call(&s1, "t1", "records.*").unwrap(),
+            Some(4),
+            "a rolled-back count is not kept"
+        );
+    }
+
     // A unit of work that commits is kept; one rolled back leaves nothing.
     s.begin().unwrap();
     assert!(matches!(s.mark_request(&s2, "t1", 50), Ok(true)));
@@ -297,6 +316,69 @@ fn one_conversation_gives_the_same_answers_on_every_store() {
     assert_eq!(
         pg, mem2,
         "PostgreSQL answers differ from the in-memory store's"
+    );
+}
+
+/// Three calls allowed per turn: a Guardian makes two, a new Guardian on
+/// the same store (a restart) allows the third and denies the fourth.
+fn budget_survives_a_restart<S: SessionStore>(open: impl Fn() -> S, session: &str) {
+    let policy = || {
+        Policy::from_toml("[[tools.budget]]\ntool = \"records.*\"\nmax_calls_per_turn = 3\n")
+            .unwrap()
+    };
+    let guardian = || {
+        let p = policy();
+        let mut config = GuardianConfig::from_policy(&p);
+        config.require_handshake = false;
+        Guardian::new(p, config, open()).with_clock(now_ms)
+    };
+    let call = |g: &mut Guardian<S>, n: u32| -> Value {
+        let mut r = req(
+            session,
+            n,
+            "steps/toolCallRequest",
+            json!({"tool": {"name": "records.lookup"}, "arguments": {"id": {"value": "c-1"}}}),
+        );
+        r["params"]["metadata"]["turn_id"] = json!("turn-1");
+        serde_json::from_slice(&g.handle(r.to_string().as_bytes())).unwrap()
+    };
+    let mut g = guardian();
+    for n in 1..=2 {
+        let r = call(&mut g, n);
+        assert_eq!(r["result"]["decision"], "allow", "call {n}: {r}");
+    }
+    drop(g);
+    let mut g = guardian();
+    let r = call(&mut g, 3);
+    assert_eq!(
+        r["result"]["decision"], "allow",
+        "call 3 after a restart: {r}"
+    );
+    let r = call(&mut g, 4);
+    assert_eq!(
+        r["result"]["decision"], "deny",
+        "call 4 after a restart: {r}"
+    );
+    assert_eq!(r["result"]["reason_codes"], json!(["budget_exhausted"]));
+}
+
+#[test]
+fn sqlite_keeps_a_turns_budget_across_a_restart() {
+    let dir = tempdir("budget");
+    let path = dir.join("g.sqlite3");
+    budget_survives_a_restart(
+        || mnemo_guardian_store::Scrubbed::new(SqliteStore::open(&path).unwrap()),
+        &uuid_like(),
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn postgres_keeps_a_turns_budget_across_a_restart() {
+    let Some(url) = pg_url() else { return };
+    budget_survives_a_restart(
+        || mnemo_guardian_store::Scrubbed::new(PostgresStore::open(&url).unwrap()),
+        &uuid_like(),
     );
 }
 
