@@ -3,30 +3,67 @@
 # Usage: bench/guardian/http-load.sh [path/to/mnemo] [seconds] [connections]
 # Every request has a fresh request_id (replay protection stays on) and is a
 # steps/userMessage with provenance, so each one is validated, recorded and
-# chained. STORE=memory (default) or STORE=sqlite; THREADS=N wrk threads (2).
+# chained. STORE=memory (default), STORE=sqlite, or STORE=postgres (the
+# database in $MNEMO_BENCH_POSTGRES_URL, else $MNEMO_TEST_POSTGRES_URL);
+# THREADS=N wrk threads (2). INSTANCES=2 starts two Guardians on the same
+# store (ports PORT and PORT+1) and one wrk against each, at once;
+# SAME_SESSION=1 makes both drive one session (serialised on its row lock),
+# else each has its own. Each run (and each instance) gets a session id of its
+# own, so a database that outlives runs never sees a replay of an earlier one.
+# Prints the load average before and after, and each wrk's report.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 mnemo="${1:-target/release/mnemo}"
 secs="${2:-10}"
 conns="${3:-32}"
 port="${PORT:-17717}"
+instances="${INSTANCES:-1}"
 tmp="$(mktemp -d)"
-trap 'kill "$pid" 2>/dev/null || true; rm -rf "$tmp"' EXIT
+pids=()
+trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$tmp"' EXIT
 cat > "$tmp/policy.toml" <<'TOML'
 [guardian]
 check_timestamps = false
 require_handshake = false
 TOML
 store_args=(--memory)
-if [ "${STORE:-memory}" = sqlite ]; then store_args=(--store "$tmp/guardian.sqlite3"); fi
-"$mnemo" --quiet guard http --listen "127.0.0.1:$port" --policy "$tmp/policy.toml" "${store_args[@]}" &
-pid=$!
-for _ in $(seq 50); do curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break; sleep 0.1; done
+case "${STORE:-memory}" in
+  memory) ;;
+  sqlite) store_args=(--store "$tmp/guardian.sqlite3") ;;
+  postgres)
+    url="${MNEMO_BENCH_POSTGRES_URL:-${MNEMO_TEST_POSTGRES_URL:-}}"
+    if [ -z "$url" ]; then echo "STORE=postgres: set MNEMO_BENCH_POSTGRES_URL (or MNEMO_TEST_POSTGRES_URL)" >&2; exit 1; fi
+    store_args=(--store "$url") ;;
+  *) echo "STORE=$STORE: memory, sqlite or postgres" >&2; exit 1 ;;
+esac
+if [ "$instances" -gt 1 ] && [ "${STORE:-memory}" = memory ]; then
+  echo "INSTANCES>1 needs a shared store (sqlite or postgres)" >&2; exit 1
+fi
+# A session id unique to this run: 8-4-4-4-12 hex, the last group from the clock.
+stamp="$(date +%s%N)"
+session_of() { printf '7c9e6679-%04d-40de-944b-%012d' "$1" "$(( (stamp / 1000) % 1000000000000 ))"; }
+for i in $(seq 0 $((instances - 1))); do
+  "$mnemo" --quiet guard http --listen "127.0.0.1:$((port + i))" --policy "$tmp/policy.toml" "${store_args[@]}" &
+  pids+=($!)
+done
+for i in $(seq 0 $((instances - 1))); do
+  for _ in $(seq 100); do curl -sf "http://127.0.0.1:$((port + i))/health" >/dev/null 2>&1 && break; sleep 0.1; done
+done
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg); store ${STORE:-memory}; instances $instances; -c$conns -d${secs}s"
 if command -v wrk >/dev/null; then
-  wrk -t"${THREADS:-2}" -c"$conns" -d"${secs}s" --latency -s "$here/user-message.lua" "http://127.0.0.1:$port/"
+  wpids=()
+  for i in $(seq 0 $((instances - 1))); do
+    if [ "${SAME_SESSION:-0}" = 1 ]; then s="$(session_of 0)"; else s="$(session_of "$i")"; fi
+    SESSION="$s" INSTANCE="$i" wrk -t"${THREADS:-2}" -c"$conns" -d"${secs}s" --latency \
+      -s "$here/user-message.lua" "http://127.0.0.1:$((port + i))/" > "$tmp/wrk.$i" &
+    wpids+=($!)
+  done
+  for w in "${wpids[@]}"; do wait "$w"; done
+  for i in $(seq 0 $((instances - 1))); do echo "== instance $i (port $((port + i)))"; cat "$tmp/wrk.$i"; done
 elif command -v oha >/dev/null; then
   echo "oha: fixed body (replays answer -32005, still a full envelope check)" >&2
   oha -z "${secs}s" -c "$conns" -m POST -H 'Content-Type: application/json' -D "$here/user-message.json" "http://127.0.0.1:$port/"
 else
   echo "install wrk or oha" >&2; exit 1
 fi
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

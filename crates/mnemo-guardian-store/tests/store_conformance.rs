@@ -193,6 +193,23 @@ fn postgres_store_conforms() {
     conformance(&mut s, &unique("pg"), true);
 }
 
+/// The same checks with the store reached over TLS (`sslmode=verify-full`
+/// against the CA that .ci/setup.d/30-postgres.sh made).
+#[test]
+fn postgres_store_conforms_over_tls() {
+    let Some(url) = pg_url() else { return };
+    let Some(ca) = mnemo_testkit::require_env(
+        "MNEMO_TEST_POSTGRES_TLS_CA",
+        "PostgreSQL over TLS (.ci/setup.d/30-postgres.sh makes the CA)",
+    ) else {
+        return;
+    };
+    let sep = if url.contains('?') { '&' } else { '?' };
+    let tls = format!("{url}{sep}sslmode=verify-full&sslrootcert={ca}");
+    let mut s = PostgresStore::open(&tls).unwrap();
+    conformance(&mut s, &unique("pgtls"), true);
+}
+
 fn tempdir(tag: &str) -> std::path::PathBuf {
     let d = std::env::temp_dir().join(unique(&format!("mnemo-gstore-{tag}")));
     std::fs::create_dir_all(&d).unwrap();

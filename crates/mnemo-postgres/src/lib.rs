@@ -8,7 +8,9 @@
 //! an async runtime alike: the `postgres` client runs its own runtime, which
 //! must never be started on a runtime's worker), and [`Pg::migrate`]:
 //! versioned schema migrations per component, applied on start under an
-//! advisory lock, refusing a database that a newer mnemo wrote.
+//! advisory lock, refusing a database that a newer mnemo wrote; TLS to the
+//! database with rustls ([`tls`]: `sslmode=require|verify-ca|verify-full`,
+//! `sslrootcert=FILE`).
 //!
 //! **Must never:** decide anything or know a store's tables: a store hands
 //! it its migrations and its statements.
@@ -17,6 +19,8 @@ use postgres::{Client, NoTls};
 use std::sync::mpsc;
 
 pub use postgres;
+
+pub mod tls;
 
 /// A database failure.
 #[derive(Debug, thiserror::Error)]
@@ -47,6 +51,9 @@ pub enum PgError {
     /// The connection's thread is gone (it panicked or could not start).
     #[error("postgres: the connection thread stopped")]
     Gone,
+    /// A TLS option or CA file is wrong.
+    #[error(transparent)]
+    Tls(#[from] tls::TlsOptionError),
     /// Starting the connection's thread failed.
     #[error("postgres: {0}")]
     Io(#[from] std::io::Error),
@@ -92,19 +99,38 @@ pub fn redact_url(url: &str) -> String {
     }
 }
 
+/// Plain or TLS, as the connection string asks.
+#[derive(Debug, Clone)]
+enum Connector {
+    Plain,
+    Tls(tls::RustlsConnect),
+}
+
+impl Connector {
+    fn open(&self, url: &str) -> Result<Client, postgres::Error> {
+        match self {
+            Connector::Plain => Client::connect(url, NoTls),
+            Connector::Tls(t) => Client::connect(url, t.clone()),
+        }
+    }
+}
+
 impl Pg {
-    /// Connects to `url` (a libpq-style URL or key=value string). TLS to
-    /// the database is not supported yet: use a Unix socket or loopback, or
-    /// a TLS tunnel.
+    /// Connects to `url` (a libpq-style URL or key=value string), over TLS
+    /// when its `sslmode` asks for it (see [`tls`]).
     pub fn connect(url: &str) -> Result<Pg, PgError> {
         let target = redact_url(url);
+        let (url, tls) = tls::split_tls_options(url)?;
+        let connector = match tls {
+            None => Connector::Plain,
+            Some(opts) => Connector::Tls(tls::RustlsConnect::new(&opts)?),
+        };
         let (ready_tx, ready_rx) = mpsc::channel::<Result<(), PgError>>();
         let (jobs, rx) = mpsc::channel::<Job>();
-        let url = url.to_string();
         std::thread::Builder::new()
             .name("mnemo-postgres".into())
             .spawn(move || {
-                let mut client = match Client::connect(&url, NoTls) {
+                let mut client = match connector.open(&url) {
                     Ok(c) => {
                         let _ = ready_tx.send(Ok(()));
                         c
@@ -119,7 +145,7 @@ impl Pg {
                     // before the next job; the job that saw it fail has
                     // already answered its error.
                     if client.is_closed()
-                        && let Ok(c) = Client::connect(&url, NoTls)
+                        && let Ok(c) = connector.open(&url)
                     {
                         client = c;
                     }
@@ -265,6 +291,63 @@ mod tests {
             "{msg}"
         );
         reset(&pg);
+    }
+
+    /// `$MNEMO_TEST_POSTGRES_URL` with `sslmode=verify-full` against `ca`.
+    fn tls_url(url: &str, ca: &str) -> String {
+        let sep = if url.contains('?') { '&' } else { '?' };
+        format!("{url}{sep}sslmode=verify-full&sslrootcert={ca}")
+    }
+
+    #[test]
+    fn tls_with_verify_full_against_the_servers_ca() {
+        let Some(url) = url() else { return };
+        let Some(ca) = mnemo_testkit::require_env(
+            "MNEMO_TEST_POSTGRES_TLS_CA",
+            "PostgreSQL over TLS (.ci/setup.d/30-postgres.sh makes the CA)",
+        ) else {
+            return;
+        };
+        let pg = Pg::connect(&tls_url(&url, &ca)).unwrap_or_else(|e| panic!("{e}"));
+        let ssl: bool = pg
+            .call(|c| {
+                c.query_one(
+                    "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+                    &[],
+                )
+                .map(|r| r.get(0))
+            })
+            .unwrap_or_else(|e| panic!("{e}"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(ssl, "the server sees a TLS connection");
+        // The same server without sslmode: plain, as before.
+        let plain = Pg::connect(&url).unwrap_or_else(|e| panic!("{e}"));
+        let ssl: bool = plain
+            .call(|c| {
+                c.query_one(
+                    "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+                    &[],
+                )
+                .map(|r| r.get(0))
+            })
+            .unwrap_or_else(|e| panic!("{e}"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(!ssl);
+        // A certificate from another CA is refused, with the password hidden.
+        if let Some(other) = mnemo_testkit::require_env(
+            "MNEMO_TEST_POSTGRES_OTHER_CA",
+            "an unrelated CA (.ci/setup.d/30-postgres.sh)",
+        ) {
+            let e = Pg::connect(&tls_url(&url, &other))
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(
+                e.contains("cannot connect") && e.to_lowercase().contains("certificate"),
+                "{e}"
+            );
+            assert!(!e.contains("mnemo-test"), "password in {e}");
+        }
     }
 
     #[test]
