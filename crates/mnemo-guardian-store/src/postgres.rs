@@ -10,7 +10,9 @@
 //! COMMITTED takes a fresh snapshot per statement): the replay marks, the
 //! chain head and the steps. A batch locks all its sessions up front, in
 //! order ([`SessionStore::lock_sessions`]), so two batches never deadlock.
-//! The only thing kept between calls is the locked session's handshake,
+//! The only things kept between calls are the locked session's handshake
+//! and its chain head (read once, then advanced by each append of this
+//! transaction: no other transaction can append while the row is locked),
 //! and only until the transaction ends.
 //!
 //! Pruning the replay window is deferred to after the commit and skips rows
@@ -199,6 +201,9 @@ pub struct PostgresStore {
     failed: bool,
     /// Sessions locked by the open transaction, with their handshake.
     locked: HashMap<String, Option<SessionHandshake>>,
+    /// Chain heads of locked sessions, as this transaction last saw or
+    /// wrote them (saves one round trip per step of a batch).
+    heads: HashMap<String, Option<(u64, Hash)>>,
     pending_prune: Option<i64>,
 }
 
@@ -263,6 +268,7 @@ impl PostgresStore {
             in_tx: false,
             failed: false,
             locked: HashMap::new(),
+            heads: HashMap::new(),
             pending_prune: None,
         })
     }
@@ -359,6 +365,7 @@ impl PostgresStore {
         self.in_tx = false;
         self.failed = false;
         self.locked.clear();
+        self.heads.clear();
         self.pg
             .call(move |c| c.batch_execute(sql))
             .map_err(db)?
@@ -391,6 +398,7 @@ impl SessionStore for PostgresStore {
             self.in_tx = true;
             self.failed = false;
             self.locked.clear();
+            self.heads.clear();
         }
         Ok(())
     }
@@ -602,7 +610,13 @@ impl SessionStore for PostgresStore {
         })
     }
     fn chain_head(&mut self, session: &str) -> Result<Option<(u64, Hash)>, StoreError> {
-        self.with_session(session, |c, st, s| {
+        if self.in_tx
+            && self.locked.contains_key(session)
+            && let Some(head) = self.heads.get(session)
+        {
+            return Ok(*head);
+        }
+        let head = self.with_session(session, |c, st, s| {
             match c.query_opt(&st.chain_head, &[&s]).map_err(pgerr)? {
                 None => Ok(None),
                 Some(r) => Ok(Some((
@@ -610,7 +624,11 @@ impl SessionStore for PostgresStore {
                     hash_from(r.get::<_, Vec<u8>>(1))?,
                 ))),
             }
-        })
+        })?;
+        if self.in_tx && self.locked.contains_key(session) {
+            self.heads.insert(session.to_string(), head);
+        }
+        Ok(head)
     }
     fn append_chain(
         &mut self,
@@ -619,14 +637,30 @@ impl SessionStore for PostgresStore {
         canonical: &str,
         hash: &Hash,
     ) -> Result<(), StoreError> {
+        let n = seq;
         let seq = seq_i64(seq)?;
         let canonical = canonical.to_string();
-        let hash = hash.to_vec();
-        self.with_session(session, move |c, st, s| {
-            c.execute(&st.append_chain, &[&s, &seq, &canonical, &hash])
+        let bytes = hash.to_vec();
+        let out = self.with_session(session, move |c, st, s| {
+            c.execute(&st.append_chain, &[&s, &seq, &canonical, &bytes])
                 .map_err(pgerr)?;
             Ok(())
-        })
+        });
+        match (&out, self.in_tx && self.locked.contains_key(session)) {
+            (Ok(()), true) => {
+                // Advanced only from a head this transaction read: the head
+                // is the entry with the highest number.
+                if let Some(h) = self.heads.get_mut(session)
+                    && h.is_none_or(|(m, _)| n > m)
+                {
+                    *h = Some((n, *hash));
+                }
+            }
+            _ => {
+                self.heads.remove(session);
+            }
+        }
+        out
     }
     fn record_compaction(
         &mut self,
