@@ -151,6 +151,11 @@ pub struct GuardianSettings {
     /// `agent_id` globs of clients that cannot apply MODIFY (ACS §6.5): at
     /// `steps/postCompact` they get ALLOW with `modify_unsupported`.
     pub modify_unsupported_agents: Vec<String>,
+    /// `agent_id` globs the policy permits (`permitted_agents`); `None`:
+    /// every agent. Any other agent's hello and steps are refused with
+    /// SESSION_REFUSED (-32000, ACS §17.1: "an `agent_id` the policy does
+    /// not permit").
+    pub permitted_agents: Option<Vec<String>>,
 }
 
 impl Default for GuardianSettings {
@@ -165,6 +170,7 @@ impl Default for GuardianSettings {
             require_provenance: true,
             on_decision_failure: DecisionFailure::Proceed,
             modify_unsupported_agents: Vec::new(),
+            permitted_agents: None,
         }
     }
 }
@@ -868,6 +874,16 @@ impl Policy {
                         out.push(as_str(x, &format!("{key}[{i}]"))?.to_string());
                     }
                     self.guardian.modify_unsupported_agents = out;
+                }
+                "permitted_agents" => {
+                    let a = v.as_array().ok_or_else(|| {
+                        perr(&key, format!("expected an array, got {}", v.type_str()))
+                    })?;
+                    let mut out = Vec::new();
+                    for (i, x) in a.iter().enumerate() {
+                        out.push(as_str(x, &format!("{key}[{i}]"))?.to_string());
+                    }
+                    self.guardian.permitted_agents = Some(out);
                 }
                 "hmac_keys" => {
                     let a = v.as_array().ok_or_else(|| {

@@ -523,6 +523,20 @@ impl<S: SessionStore> Guardian<S> {
             return Err(RpcError::new(codes::REPLAY_DETECTED, "replayed nonce")
                 .with(json!({"reason": "duplicate_nonce", "nonce": nonce})));
         }
+        if let Some(permitted) = &self.policy.guardian.permitted_agents
+            && !permitted
+                .iter()
+                .any(|g| glob_match(g, &params.metadata.agent_id))
+        {
+            return Err(RpcError::new(
+                codes::SESSION_REFUSED,
+                format!(
+                    "agent {:?} is not permitted by this Guardian's policy ([guardian] permitted_agents)",
+                    params.metadata.agent_id
+                ),
+            )
+            .with(json!({"reason": "agent_not_permitted", "agent_id": params.metadata.agent_id, "method": method})));
+        }
         if method == "handshake/hello" {
             return self.hello(&params, params_v, &session);
         }

@@ -1025,3 +1025,33 @@ fn refusal_form_error_answers_capability_refusals_with_32003() {
     assert_eq!(r["result"]["decision"], "deny", "{r}");
     assert_eq!(r["result"]["reason_codes"], json!(["tool_denied"]));
 }
+
+/// `[guardian] permitted_agents`: a hello (and any step) from an agent the
+/// policy does not permit is SESSION_REFUSED (-32000, §17.1); a permitted
+/// agent's session runs; `system/ping` is never refused (§13).
+#[test]
+fn agents_the_policy_does_not_permit_are_refused_the_session() {
+    let policy = Policy::from_toml("[guardian]\npermitted_agents = [\"agent-*\"]\n").unwrap();
+    let mut g = guardian_with(policy);
+    let r = call(&mut g, &hello());
+    assert_eq!(r["error"]["code"], -32000, "{r}");
+    assert_eq!(r["error"]["data"]["reason"], "agent_not_permitted");
+    assert_eq!(r["error"]["data"]["agent_id"], "a");
+    let mut h = hello();
+    h["params"]["metadata"]["agent_id"] = json!("agent-A");
+    let r = call(&mut g, &h);
+    assert!(r["result"]["negotiated_version"].is_string(), "{r}");
+    let r = call(&mut g, &tool_call("Read", "agent-A", None));
+    assert_eq!(r["result"]["decision"], "allow", "{r}");
+    let r = call(&mut g, &tool_call("Read", "b", None));
+    assert_eq!(r["error"]["code"], -32000, "{r}");
+    let r = call(&mut g, &req("system/ping", json!({})));
+    assert_eq!(r["result"]["decision"], "allow", "{r}");
+    let none = Policy::from_toml("[guardian]\npermitted_agents = []\n").unwrap();
+    let mut g = guardian_with(none);
+    let mut h = hello();
+    h["params"]["metadata"]["agent_id"] = json!("agent-A");
+    assert_eq!(call(&mut g, &h)["error"]["code"], -32000);
+    let e = Policy::from_toml("[guardian]\npermitted_agents = \"a\"\n").unwrap_err();
+    assert_eq!(e.key, "guardian.permitted_agents");
+}

@@ -327,6 +327,12 @@ def deployment_policy(p: dict, steps: list) -> str:
     ACS 6.4)."""
     policy = '[guardian]\nrequire_provenance = false\non_decision_failure = "deny"\n'
     tools = ['refusal_form = "error"']
+    answer = p.get("handshake_answer")
+    if isinstance(answer, dict) and (answer.get("error") or {}).get("code") == -32000:
+        # The member states that the Guardian's policy refused the session
+        # (SESSION_REFUSED, e.g. an agent_id the policy does not permit,
+        # ACS 17.1): written as a policy that permits no agent.
+        policy += "permitted_agents = []\n"
     intent = p.get("intent") if isinstance(p.get("intent"), dict) else {}
     if intent.get("scope_mode") == "strict" and isinstance(intent.get("parsed"), list):
         # The member's fixed, strict Intent: mnemo has no IBAC, so its
