@@ -151,6 +151,11 @@ pub struct GuardianSettings {
     /// `agent_id` globs of clients that cannot apply MODIFY (ACS §6.5): at
     /// `steps/postCompact` they get ALLOW with `modify_unsupported`.
     pub modify_unsupported_agents: Vec<String>,
+    /// `agent_id` globs the policy permits (`permitted_agents`); `None`:
+    /// every agent. Any other agent's hello and steps are refused with
+    /// SESSION_REFUSED (-32000, ACS §17.1: "an `agent_id` the policy does
+    /// not permit").
+    pub permitted_agents: Option<Vec<String>>,
 }
 
 impl Default for GuardianSettings {
@@ -165,6 +170,7 @@ impl Default for GuardianSettings {
             require_provenance: true,
             on_decision_failure: DecisionFailure::Proceed,
             modify_unsupported_agents: Vec::new(),
+            permitted_agents: None,
         }
     }
 }
@@ -219,7 +225,41 @@ pub struct ToolRules {
     pub budgets: Vec<ToolBudget>,
     /// Tools that need an approver's grant (`[tools.approval]`, ACS §9).
     pub approval: ApprovalRules,
+    /// How a capability refusal (a tool outside the registered set, a
+    /// spent budget, a call no valid approval covers) is answered
+    /// (`refusal_form`): a `deny` decision (default) or the
+    /// CAPABILITY_NOT_NEGOTIATED error the ACS-Core vectors expect.
+    pub refusal_form: RefusalForm,
 }
+
+/// `[tools] refusal_form`: the wire form of a capability refusal.
+///
+/// ACS §6.4 counts an error "instead of a decision" as a decision failure,
+/// resolved by the client's `on_decision_failure` posture (default
+/// `proceed`), so the error form is accepted only together with
+/// `[guardian] on_decision_failure = "deny"`: a conformant client then
+/// blocks the call either way.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum RefusalForm {
+    /// A `deny` decision with its reason codes (§17.1 keeps -32003 for
+    /// methods and profiles the handshake did not negotiate).
+    #[default]
+    Decision,
+    /// JSON-RPC error -32003 CAPABILITY_NOT_NEGOTIATED, `data.reason` the
+    /// decisive reason code, `data.reason_codes` all of them (the
+    /// `agent-evidence-vectors` ACS-Core corpus, families acs-f-1/-4/-7).
+    Error,
+}
+
+/// Reason codes of the capability refusals that [`RefusalForm::Error`]
+/// answers as CAPABILITY_NOT_NEGOTIATED (the decisive, first code of a
+/// refusal): a tool outside the registered capabilities, a spent per-turn
+/// budget, and a call that needs an approval no valid grant covers.
+pub const CAPABILITY_REFUSALS: &[&str] = &[
+    "tool_unregistered",
+    "budget_exhausted",
+    "approver_unavailable",
+];
 
 /// One `[[tools.budget]]` rule: at most `max_calls_per_turn` calls of the
 /// tools matching `tool` within one turn (`metadata.turn_id`; calls without
@@ -683,6 +723,18 @@ impl Policy {
             let key = format!("tools.{k}");
             match k.as_str() {
                 "registered" => self.tools.registered = Some(strings(v, &key)?),
+                "refusal_form" => {
+                    self.tools.refusal_form = match as_str(v, &key)? {
+                        "decision" => RefusalForm::Decision,
+                        "error" => RefusalForm::Error,
+                        other => {
+                            return Err(perr(
+                                key,
+                                format!("expected \"decision\" or \"error\", got \"{other}\""),
+                            ));
+                        }
+                    }
+                }
                 "on_unresolved_ref" => {
                     self.tools.deny_unresolved_ref = match as_str(v, &key)? {
                         "allow" => false,
@@ -823,6 +875,16 @@ impl Policy {
                     }
                     self.guardian.modify_unsupported_agents = out;
                 }
+                "permitted_agents" => {
+                    let a = v.as_array().ok_or_else(|| {
+                        perr(&key, format!("expected an array, got {}", v.type_str()))
+                    })?;
+                    let mut out = Vec::new();
+                    for (i, x) in a.iter().enumerate() {
+                        out.push(as_str(x, &format!("{key}[{i}]"))?.to_string());
+                    }
+                    self.guardian.permitted_agents = Some(out);
+                }
                 "hmac_keys" => {
                     let a = v.as_array().ok_or_else(|| {
                         perr(
@@ -893,6 +955,14 @@ impl Policy {
 
     /// Cross-key checks: every deny must have a way out.
     fn check(&self) -> Result<(), PolicyError> {
+        if self.tools.refusal_form == RefusalForm::Error
+            && self.guardian.on_decision_failure != DecisionFailure::Deny
+        {
+            return Err(perr(
+                "tools.refusal_form",
+                "\"error\" needs [guardian] on_decision_failure = \"deny\": a client treats an error as a decision failure (ACS 6.4) and with \"proceed\" would let the refused call through",
+            ));
+        }
         for o in &self.regrounding {
             if self.origins.get(o) != Some(&OriginRule::Fixed(Trust::Trusted)) {
                 return Err(perr(

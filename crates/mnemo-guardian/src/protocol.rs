@@ -9,7 +9,7 @@ use crate::model::{
     self, ACS_VERSION, AcsParams, ClientHello, Origin, PostCompact, PreCompact, Provenance,
     Trigger, Verdict,
 };
-use crate::policy::{DecisionFailure, Policy, Trust, glob_match};
+use crate::policy::{CAPABILITY_REFUSALS, DecisionFailure, Policy, RefusalForm, Trust, glob_match};
 use crate::precompact::{PreCompactDecision, decide_pre_compact};
 use crate::store::{CompactionRecord, SessionHandshake, SessionStore, StepRecord, StoreError};
 use crate::validate::{self, ValidationError};
@@ -523,6 +523,20 @@ impl<S: SessionStore> Guardian<S> {
             return Err(RpcError::new(codes::REPLAY_DETECTED, "replayed nonce")
                 .with(json!({"reason": "duplicate_nonce", "nonce": nonce})));
         }
+        if let Some(permitted) = &self.policy.guardian.permitted_agents
+            && !permitted
+                .iter()
+                .any(|g| glob_match(g, &params.metadata.agent_id))
+        {
+            return Err(RpcError::new(
+                codes::SESSION_REFUSED,
+                format!(
+                    "agent {:?} is not permitted by this Guardian's policy ([guardian] permitted_agents)",
+                    params.metadata.agent_id
+                ),
+            )
+            .with(json!({"reason": "agent_not_permitted", "agent_id": params.metadata.agent_id, "method": method})));
+        }
         if method == "handshake/hello" {
             return self.hello(&params, params_v, &session);
         }
@@ -635,6 +649,28 @@ impl<S: SessionStore> Guardian<S> {
                             "request_id_ref {r} names no steps/toolCallRequest of this session; the policy denies unresolved references ([tools] on_unresolved_ref = \"deny\")."
                         ),
                     ));
+                }
+                if self.policy.tools.refusal_form == RefusalForm::Error
+                    && let Some((why, reasoning)) = &refused
+                    && why.first().is_some_and(|c| CAPABILITY_REFUSALS.contains(c))
+                {
+                    // `[tools] refusal_form = "error"`: the ACS-Core vectors'
+                    // form of a capability refusal. Nothing is chained (an
+                    // error writes no ContextEntry); a budget call is counted.
+                    let tool = call.map(|(t, _)| t).unwrap_or_default();
+                    return Err(RpcError::new(
+                        codes::CAPABILITY_NOT_NEGOTIATED,
+                        format!("{tool} is outside this session's capabilities: {reasoning}"),
+                    )
+                    .with(json!({
+                        "reason": why.first().copied().unwrap_or_default(),
+                        "reason_codes": why,
+                        "message": reasoning,
+                        "method": method,
+                        "capability": tool,
+                        "decision": "deny",
+                        "policy_references": [{"policy_id": self.policy.policy_id, "policy_version": self.policy.policy_version, "rule_id": why.first().copied().unwrap_or_default()}],
+                    })));
                 }
                 let mut r = match refused {
                     Some((codes, reasoning)) => {

@@ -983,3 +983,75 @@ fn approvals_are_bound_and_never_asked() {
     let r = call(&mut g, &tool_call("records.lookup", "agent-B", None));
     assert_eq!(r["result"]["decision"], "allow", "no approval required");
 }
+
+/// `[tools] refusal_form = "error"`: the capability refusals (a tool outside
+/// the registered set, a spent budget, a call no approval covers) become
+/// CAPABILITY_NOT_NEGOTIATED errors, as the ACS-Core vectors ask; other
+/// denies stay decisions. The form needs a fail-closed posture.
+#[test]
+fn refusal_form_error_answers_capability_refusals_with_32003() {
+    let e = Policy::from_toml("[tools]\nrefusal_form = \"error\"\n").unwrap_err();
+    assert_eq!(e.key, "tools.refusal_form");
+    assert!(e.reason.contains("on_decision_failure"), "{e}");
+    let e = Policy::from_toml("[tools]\nrefusal_form = \"maybe\"\n").unwrap_err();
+    assert_eq!(e.key, "tools.refusal_form");
+    let policy = Policy::from_toml(
+        "[guardian]\non_decision_failure = \"deny\"\n[tools]\nrefusal_form = \"error\"\nregistered = [\"records.*\", \"Bash\"]\n[[tools.deny]]\ntool = \"Bash\"\n[[tools.budget]]\ntool = \"records.lookup\"\nmax_calls_per_turn = 1\n[tools.approval]\nrequired = [\"records.write\"]\napprovers = [\"human:u-1\"]\n[[tools.approval.grant]]\napprover = \"human:u-1\"\nagent_id = \"agent-A\"\ntool = \"records.write\"\n",
+    )
+    .unwrap();
+    let mut g = guardian_with(policy);
+    call(&mut g, &hello());
+    let r = call(&mut g, &tool_call("records.lookup", "agent-A", Some("t1")));
+    assert_eq!(r["result"]["decision"], "allow", "{r}");
+    let r = call(&mut g, &tool_call("records.lookup", "agent-A", Some("t1")));
+    assert_eq!(r["error"]["code"], -32003, "{r}");
+    assert_eq!(r["error"]["data"]["reason"], "budget_exhausted");
+    assert_eq!(r["error"]["data"]["capability"], "records.lookup");
+    let r = call(&mut g, &tool_call("records.delete.all", "agent-A", None));
+    assert_eq!(r["result"]["decision"], "allow", "registered by glob: {r}");
+    let r = call(&mut g, &tool_call("files.delete", "agent-A", None));
+    assert_eq!(r["error"]["code"], -32003, "{r}");
+    assert_eq!(r["error"]["data"]["reason"], "tool_unregistered");
+    let r = call(&mut g, &tool_call("records.write", "agent-B", None));
+    assert_eq!(r["error"]["code"], -32003, "{r}");
+    assert_eq!(
+        r["error"]["data"]["reason_codes"],
+        json!(["approver_unavailable", "approval_binding_mismatch"])
+    );
+    let r = call(&mut g, &tool_call("records.write", "agent-A", None));
+    assert_eq!(r["result"]["decision"], "allow", "{r}");
+    // A policy deny rule is not a capability refusal: still a decision.
+    let r = call(&mut g, &tool_call("Bash", "agent-A", None));
+    assert_eq!(r["result"]["decision"], "deny", "{r}");
+    assert_eq!(r["result"]["reason_codes"], json!(["tool_denied"]));
+}
+
+/// `[guardian] permitted_agents`: a hello (and any step) from an agent the
+/// policy does not permit is SESSION_REFUSED (-32000, §17.1); a permitted
+/// agent's session runs; `system/ping` is never refused (§13).
+#[test]
+fn agents_the_policy_does_not_permit_are_refused_the_session() {
+    let policy = Policy::from_toml("[guardian]\npermitted_agents = [\"agent-*\"]\n").unwrap();
+    let mut g = guardian_with(policy);
+    let r = call(&mut g, &hello());
+    assert_eq!(r["error"]["code"], -32000, "{r}");
+    assert_eq!(r["error"]["data"]["reason"], "agent_not_permitted");
+    assert_eq!(r["error"]["data"]["agent_id"], "a");
+    let mut h = hello();
+    h["params"]["metadata"]["agent_id"] = json!("agent-A");
+    let r = call(&mut g, &h);
+    assert!(r["result"]["negotiated_version"].is_string(), "{r}");
+    let r = call(&mut g, &tool_call("Read", "agent-A", None));
+    assert_eq!(r["result"]["decision"], "allow", "{r}");
+    let r = call(&mut g, &tool_call("Read", "b", None));
+    assert_eq!(r["error"]["code"], -32000, "{r}");
+    let r = call(&mut g, &req("system/ping", json!({})));
+    assert_eq!(r["result"]["decision"], "allow", "{r}");
+    let none = Policy::from_toml("[guardian]\npermitted_agents = []\n").unwrap();
+    let mut g = guardian_with(none);
+    let mut h = hello();
+    h["params"]["metadata"]["agent_id"] = json!("agent-A");
+    assert_eq!(call(&mut g, &h)["error"]["code"], -32000);
+    let e = Policy::from_toml("[guardian]\npermitted_agents = \"a\"\n").unwrap_err();
+    assert_eq!(e.key, "guardian.permitted_agents");
+}

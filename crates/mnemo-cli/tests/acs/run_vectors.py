@@ -320,9 +320,19 @@ def plan_corpus(member: dict, transport: str) -> dict:
 def deployment_policy(p: dict, steps: list) -> str:
     """The member's deployment state that the request does not carry
     (intent, budgets, approvals, the policy engine's verdict), written as
-    mnemo policy. Only what the member states is written."""
-    policy = "[guardian]\nrequire_provenance = false\n"
-    tools = []
+    mnemo policy. Only what the member states is written, on top of the
+    conformance deployment: fail closed (`on_decision_failure = "deny"`) and
+    capability refusals answered as the corpus's CAPABILITY_NOT_NEGOTIATED
+    (`[tools] refusal_form = "error"`, which mnemo accepts only fail-closed,
+    ACS 6.4)."""
+    policy = '[guardian]\nrequire_provenance = false\non_decision_failure = "deny"\n'
+    tools = ['refusal_form = "error"']
+    answer = p.get("handshake_answer")
+    if isinstance(answer, dict) and (answer.get("error") or {}).get("code") == -32000:
+        # The member states that the Guardian's policy refused the session
+        # (SESSION_REFUSED, e.g. an agent_id the policy does not permit,
+        # ACS 17.1): written as a policy that permits no agent.
+        policy += "permitted_agents = []\n"
     intent = p.get("intent") if isinstance(p.get("intent"), dict) else {}
     if intent.get("scope_mode") == "strict" and isinstance(intent.get("parsed"), list):
         # The member's fixed, strict Intent: mnemo has no IBAC, so its
