@@ -37,8 +37,8 @@ pub(crate) struct Engine {
     keywords: Vec<String>,
     /// keyword pattern id -> rule indices
     kw_rules: Vec<Vec<usize>>,
-    templates: Vec<LazyRegex>,
-    placeholders: Vec<LazyRegex>,
+    templates: Option<LazyRegex>,
+    placeholders: Option<LazyRegex>,
     marker: Regex,
 }
 
@@ -369,7 +369,7 @@ impl Engine {
         out: &mut Vec<Span>,
     ) -> usize {
         let len = hay.len();
-        let Some(re) = rule.regex.get() else {
+        let Some(re) = rule.scan_regex() else {
             return start + 1;
         };
         let end = if rule.shape().multiline {
@@ -422,7 +422,7 @@ impl Engine {
             let le = memchr::memchr(b'\n', &hay[hit_end..]).map_or(len, |i| hit_end + i);
             (le, le)
         };
-        let Some(re) = rule.regex.get() else {
+        let Some(re) = rule.scan_regex() else {
             return le;
         };
         let window = &hay[..le];
@@ -983,6 +983,89 @@ mod tests {
                 (s.rule.as_str(), s.start + off, s.end + off)
             );
         }
+    }
+
+    /// An allow-list compiled as one alternation matches exactly where one
+    /// of its patterns, compiled alone, matches.
+    #[test]
+    fn joined_allow_lists_match_as_their_patterns_do() {
+        let file: toml::Table = toml::from_str(crate::DEFAULT_RULES_TOML).unwrap();
+        let allow = file["allow"].as_table().unwrap();
+        let s = scrubber();
+        let mut samples: Vec<String> = vec![
+            "${DB_PASSWORD}",
+            "$(cat x)",
+            "{{ .Values.token }}",
+            "%(pw)s",
+            "%PASS%",
+            "<your-token>",
+            "#{secret}",
+            "****",
+            "changeme",
+            "CHANGE_IT",
+            "Example123",
+            "dummy",
+            "your_key",
+            "replace-me",
+            "xxxxYYYY",
+            "a...b",
+            "password",
+            "my-secret",
+            "admin123!",
+            "open sesame",
+            "p@ssw0rd1",
+            "pwd",
+            "insert-key",
+            "mockToken",
+            "test_value",
+            "x_sample",
+            "env.TOKEN",
+            "process.env.X",
+            "os.environ",
+            "secrets.GH",
+            "vault:kv",
+            "arn:aws:iam",
+            "sha256:abc",
+            "Zq8#kL2!vN9w",
+            "ghp_R4nd0mL00k1ngT0k3nV4lu3xYz0123456789",
+            "hunter2",
+            "",
+            "é",
+        ]
+        .into_iter()
+        .map(String::from)
+        .collect();
+        for r in s.rules() {
+            samples.extend(r.examples.iter().cloned());
+        }
+        let mut hits = 0;
+        for (name, joined) in [
+            ("templates", &s.engine.templates),
+            ("placeholders", &s.engine.placeholders),
+        ] {
+            let joined = joined.as_ref().unwrap();
+            for p in allow[name].as_array().unwrap() {
+                assert!(p.as_str().is_some());
+            }
+            let each: Vec<regex::bytes::Regex> = allow[name]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| {
+                    regex::bytes::RegexBuilder::new(p.as_str().unwrap())
+                        .unicode(false)
+                        .case_insensitive(true)
+                        .build()
+                        .unwrap()
+                })
+                .collect();
+            for t in &samples {
+                let want = each.iter().any(|r| r.is_match(t.as_bytes()));
+                hits += usize::from(want);
+                assert_eq!(joined.is_match(t.as_bytes()), want, "{name} on {t:?}");
+            }
+        }
+        assert!(hits >= 30, "{hits}");
     }
 
     /// Loading the built-in rules parses and compiles no pattern; a scan

@@ -1,6 +1,5 @@
 //! The rule file format and its compilation.
 
-use regex::bytes::{Regex, RegexBuilder};
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::OnceLock;
@@ -109,7 +108,8 @@ pub struct Rule {
     shape: OnceLock<Shape>,
     pub(crate) secret_group: Option<usize>,
     pub(crate) entropy: Option<f64>,
-    pub(crate) allow: Vec<LazyRegex>,
+    /// The rule's allow-list, as one alternation (none when empty).
+    pub(crate) allow: Option<LazyRegex>,
     pub(crate) specificity: u32,
     pub(crate) placeholders: bool,
     pub(crate) code_aware: bool,
@@ -195,7 +195,16 @@ impl Rule {
     pub(crate) fn shape(&self) -> &Shape {
         self.shape
             .get_or_init(|| match parse_pattern(&self.pattern, false) {
-                Ok(hir) => Shape::of(&hir, &self.keywords),
+                Ok(hir) => {
+                    // the regex from the same parse (it is needed right
+                    // after: the scan asks for the shape at a keyword hit)
+                    let shape = Shape::of(&hir, &self.keywords);
+                    let _ = self
+                        .regex
+                        .cell
+                        .set(self.regex.build(Some(&hir), !shape.anchored).ok());
+                    shape
+                }
                 Err(_) => Shape {
                     anchored: false,
                     has_groups: false,
@@ -203,6 +212,16 @@ impl Rule {
                     multiline: true,
                 },
             })
+    }
+
+    /// The rule's regex for the scan (compiled on first use, from the parse
+    /// that gave the shape; without a prefilter when the rule is anchored).
+    pub(crate) fn scan_regex(&self) -> Option<&regex_automata::meta::Regex> {
+        let anchored = self.shape().anchored;
+        self.regex
+            .cell
+            .get_or_init(|| self.regex.build(None, !anchored).ok())
+            .as_ref()
     }
 
     /// Whether the shape was computed already (for tests).
@@ -266,32 +285,47 @@ pub(crate) struct LazyMeta {
 }
 
 impl LazyMeta {
-    fn build(&self) -> Result<regex_automata::meta::Regex, RuleError> {
+    /// Compiles the pattern (or its already parsed `hir`). A prefilter
+    /// (literal search for the pattern's prefixes) only serves unanchored
+    /// searches; the anchored search at a keyword hit never uses one, and
+    /// building it was half the cost of compiling such a rule.
+    fn build(
+        &self,
+        hir: Option<&regex_syntax::hir::Hir>,
+        prefilter: bool,
+    ) -> Result<regex_automata::meta::Regex, RuleError> {
         use regex_automata::{meta, util::syntax};
-        meta::Regex::builder()
-            .syntax(syntax::Config::new().unicode(false).utf8(false))
+        let mut b = meta::Regex::builder();
+        b.syntax(syntax::Config::new().unicode(false).utf8(false))
             .configure(
                 meta::Config::new()
                     .utf8_empty(false)
+                    .auto_prefilter(prefilter)
                     .nfa_size_limit(Some(64 * 1024 * 1024))
                     .hybrid_cache_capacity(4 * 1024 * 1024),
-            )
-            .build(&self.pattern)
-            .map_err(|e| RuleError::Regex {
-                id: self.id.clone(),
-                message: e.to_string(),
-            })
+            );
+        match hir {
+            // parsed with the same flags as the syntax config above
+            Some(h) => b.build_from_hir(h),
+            None => b.build(&self.pattern),
+        }
+        .map_err(|e| RuleError::Regex {
+            id: self.id.clone(),
+            message: e.to_string(),
+        })
     }
 
     pub(crate) fn get(&self) -> Option<&regex_automata::meta::Regex> {
-        self.cell.get_or_init(|| self.build().ok()).as_ref()
+        self.cell
+            .get_or_init(|| self.build(None, true).ok())
+            .as_ref()
     }
 
     pub(crate) fn force(&self) -> Result<(), RuleError> {
         if self.get().is_some() {
             return Ok(());
         }
-        self.build().map(|_| ())
+        self.build(None, true).map(|_| ())
     }
 }
 
@@ -303,10 +337,39 @@ pub(crate) struct LazyRegex {
     id: String,
     pattern: String,
     case_insensitive: bool,
-    cell: OnceLock<Option<Regex>>,
+    cell: OnceLock<Option<regex_automata::meta::Regex>>,
 }
 
 impl LazyRegex {
+    /// One regex matching where any of `patterns` matches (`(?:p1)|(?:p2)|…`,
+    /// the same `is_match` as trying each in turn, compiled once instead of
+    /// once per pattern); none for an empty list. With `validate`, each
+    /// pattern is parsed on its own first, so that an error names it.
+    fn any_of(
+        id: &str,
+        patterns: &[String],
+        case_insensitive: bool,
+        validate: bool,
+    ) -> Result<Option<Self>, RuleError> {
+        if validate {
+            for p in patterns {
+                parse_pattern(p, case_insensitive).map_err(|e| RuleError::Regex {
+                    id: id.to_string(),
+                    message: format!("`{p}`: {e}"),
+                })?;
+            }
+        }
+        if patterns.is_empty() {
+            return Ok(None);
+        }
+        let joined = patterns
+            .iter()
+            .map(|p| format!("(?:{p})"))
+            .collect::<Vec<_>>()
+            .join("|");
+        LazyRegex::new(id, &joined, case_insensitive, false).map(Some)
+    }
+
     /// A regex compiled on first use. Its syntax is checked here only when
     /// `validate` (a user's rule file is compiled eagerly anyway, and the
     /// built-in file's patterns are checked by its tests: parsing them all
@@ -333,7 +396,7 @@ impl LazyRegex {
 
     /// The compiled regex (None only if compilation failed, which the
     /// built-in rules' tests rule out and `from_toml` reports up front).
-    pub(crate) fn get(&self) -> Option<&Regex> {
+    pub(crate) fn get(&self) -> Option<&regex_automata::meta::Regex> {
         self.cell
             .get_or_init(|| build_regex(&self.id, &self.pattern, self.case_insensitive).ok())
             .as_ref()
@@ -353,8 +416,8 @@ impl LazyRegex {
 
 pub(crate) struct Compiled {
     pub(crate) rules: Vec<Rule>,
-    pub(crate) templates: Vec<LazyRegex>,
-    pub(crate) placeholders: Vec<LazyRegex>,
+    pub(crate) templates: Option<LazyRegex>,
+    pub(crate) placeholders: Option<LazyRegex>,
 }
 
 /// Parses `pattern` with the engine's flags (bytes, Unicode off).
@@ -368,13 +431,30 @@ fn parse_pattern(pattern: &str, case_insensitive: bool) -> Result<regex_syntax::
         .map_err(|e| e.to_string())
 }
 
-fn build_regex(id: &str, pattern: &str, case_insensitive: bool) -> Result<Regex, RuleError> {
-    RegexBuilder::new(pattern)
-        .unicode(false)
-        .case_insensitive(case_insensitive)
-        .size_limit(64 * 1024 * 1024)
-        .dfa_size_limit(16 * 1024 * 1024)
-        .build()
+/// An allow-list regex: tried on a candidate secret only (a few dozen
+/// bytes), so it is built without a prefilter (building one was half the
+/// cost of compiling it, and a secret is too short for it to pay off).
+fn build_regex(
+    id: &str,
+    pattern: &str,
+    case_insensitive: bool,
+) -> Result<regex_automata::meta::Regex, RuleError> {
+    use regex_automata::{meta, util::syntax};
+    meta::Regex::builder()
+        .syntax(
+            syntax::Config::new()
+                .unicode(false)
+                .utf8(false)
+                .case_insensitive(case_insensitive),
+        )
+        .configure(
+            meta::Config::new()
+                .auto_prefilter(false)
+                .which_captures(regex_automata::nfa::thompson::WhichCaptures::Implicit)
+                .nfa_size_limit(Some(64 * 1024 * 1024))
+                .hybrid_cache_capacity(16 * 1024 * 1024),
+        )
+        .build(pattern)
         .map_err(|e| RuleError::Regex {
             id: id.to_string(),
             message: e.to_string(),
@@ -414,18 +494,9 @@ pub(crate) fn compile(text: &str, eager: bool) -> Result<Compiled, RuleError> {
     {
         return Err(RuleError::Parse(format!("unsupported version {v}")));
     }
-    let templates = file
-        .allow
-        .templates
-        .iter()
-        .map(|p| LazyRegex::new("allow.templates", p, true, eager))
-        .collect::<Result<Vec<_>, _>>()?;
-    let placeholders = file
-        .allow
-        .placeholders
-        .iter()
-        .map(|p| LazyRegex::new("allow.placeholders", p, true, eager))
-        .collect::<Result<Vec<_>, _>>()?;
+    let templates = LazyRegex::any_of("allow.templates", &file.allow.templates, true, eager)?;
+    let placeholders =
+        LazyRegex::any_of("allow.placeholders", &file.allow.placeholders, true, eager)?;
     let mut seen = HashSet::new();
     let mut rules = Vec::with_capacity(file.rules.len());
     for spec in file.rules {
@@ -480,11 +551,7 @@ pub(crate) fn compile(text: &str, eager: bool) -> Result<Compiled, RuleError> {
                 message: "secret_group 0 does not exist".into(),
             });
         }
-        let allow = spec
-            .allow
-            .iter()
-            .map(|p| LazyRegex::new(&spec.id, p, true, eager))
-            .collect::<Result<Vec<_>, _>>()?;
+        let allow = LazyRegex::any_of(&spec.id, &spec.allow, true, eager)?;
         rules.push(Rule {
             id: spec.id,
             description: spec.description,
