@@ -110,16 +110,16 @@ fn blocks(pe: &str) -> Vec<Block> {
             if let Some(b) = out.last_mut() {
                 b.lines.push(line.to_string());
             }
-        } else if section == "STANDARD"
-            && let Some((agent, _)) = line.strip_prefix("- ").and_then(|l| l.split_once(": "))
-        {
-            // `- Agent: sentence — files`
-            out.push(Block {
-                agent: agent.trim().to_string(),
-                section: section.clone(),
-                head: None,
-                lines: vec![line.to_string()],
-            });
+        } else if line.starts_with("| ") && !line.starts_with("| Agent |") {
+            let cells: Vec<&str> = line.split(" | ").collect();
+            if cells.len() >= 2 {
+                out.push(Block {
+                    agent: cells[0].trim_start_matches('|').trim().to_string(),
+                    section: section.clone(),
+                    head: None,
+                    lines: vec![line.to_string()],
+                });
+            }
         }
     }
     out

@@ -3,9 +3,8 @@
 //! * [`render_zz`]: `ZZ-phase{N}-context.md` in the §8 structure (the same
 //!   headings, Budget and Cross-References), with dense entries: an
 //!   expanded entry is one head line (`**Agent** — title · fields`)
-//!   and its §4 lines as a list, only the gotcha labelled; a STANDARD
-//!   entry is a list item `- Agent: sentence — files`; the subsection
-//!   headings are `### CRITICAL`, `### HIGH`, `### STANDARD`; the gate's date is stated once and a
+//!   and its §4 lines as a list, only the gotcha labelled; the STANDARD
+//!   table has `| Agent | Summary |`, the gate's date is stated once and a
 //!   status only when it is not `complete`. The Budget states the o200k
 //!   tokens of the entries' input and of the Priority Entries written.
 //! * [`completed_entry`]: an entry of `## Completed Phases` in
@@ -277,11 +276,6 @@ fn cell(s: &str) -> String {
     s.replace(['\n', '\r'], " ").replace('|', "\\|")
 }
 
-/// One list-item line: line breaks become spaces.
-fn one(s: &str) -> String {
-    s.replace(['\n', '\r'], " ")
-}
-
 /// The date the artifact states once: the most common date of its entries
 /// (the first of them on a tie), or none without entries.
 fn zz_date(entries: &[EntryView]) -> Option<&str> {
@@ -348,8 +342,7 @@ fn field_bits(e: &EntryView, zz_date: &str) -> Vec<String> {
 /// ```
 ///
 /// (a blank line before it; empty lines are left out). A STANDARD entry is
-/// one list item, the seed's §4 one-line shape `- Agent: sentence — files`
-/// (no table: its header and pipes carried no fact).
+/// its table row `| Agent | Summary |`.
 pub fn render_entry(e: &EntryView, zz_date: &str) -> String {
     let mut o = String::new();
     let bits = field_bits(e, zz_date);
@@ -384,13 +377,13 @@ pub fn render_entry(e: &EntryView, zz_date: &str) -> String {
                 text = format!("{text} — {files}");
             }
             c.push(text);
-            let _ = writeln!(o, "- {}: {}", one(&e.agent), one(&c.join(" · ")));
+            let _ = writeln!(o, "| {} | {} |", cell(&e.agent), cell(&c.join(" · ")));
         }
         Body::Aggressive { .. } => {
             // A LOW entry is its file names (seed §4), whatever the mask.
             let mut c = bits;
             c.push(e.summary.cell());
-            let _ = writeln!(o, "- {}: {}", one(&e.agent), one(&c.join(" · ")));
+            let _ = writeln!(o, "| {} | {} |", cell(&e.agent), cell(&c.join(" · ")));
         }
     }
     o
@@ -421,19 +414,21 @@ pub fn render_zz(
         .collect();
     let standard: Vec<&EntryView> = entries.iter().filter(|e| !is_expanded(e)).collect();
     if !critical.is_empty() {
-        pe.push_str("\n### CRITICAL\n");
+        pe.push_str("\n### CRITICAL (expanded)\n");
         for e in critical {
             pe.push_str(&render_entry(e, date));
         }
     }
     if !high.is_empty() {
-        pe.push_str("\n### HIGH\n");
+        pe.push_str("\n### HIGH (2-line)\n");
         for e in high {
             pe.push_str(&render_entry(e, date));
         }
     }
     if !standard.is_empty() {
-        pe.push_str("\n### STANDARD\n\n");
+        pe.push_str("\n### STANDARD (1-line)\n\n");
+        pe.push_str("| Agent | Summary |\n");
+        pe.push_str("|-------|---------|\n");
         for e in standard {
             pe.push_str(&render_entry(e, date));
         }

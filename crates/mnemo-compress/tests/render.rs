@@ -310,12 +310,7 @@ fn zz_format_matches_the_spec_example_structure() {
     }
     assert!(!ours.contains("**Entry:**") && !ours.contains("**What changed:**"));
     assert!(ours.contains("\n- Gotcha: "), "{ours}");
-    // A STANDARD entry is the seed's §4 one-line shape, a list item (the
-    // table's header and pipes carried no fact).
-    assert!(
-        ours.contains("### STANDARD\n\n- Themis: Review approved.\n"),
-        "{ours}"
-    );
+    assert!(ours.contains("| Agent | Summary |\n|-------|---------|\n"));
     assert!(ours.contains("| ID | Type | Name | File |\n|----|------|------|------|\n"));
 }
 
