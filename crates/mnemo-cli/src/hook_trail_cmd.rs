@@ -65,3 +65,27 @@ pub fn run_event(host: Host, event: HookEvent, quiet: bool) -> anyhow::Result<Ex
     }
     Ok(ExitCode::SUCCESS)
 }
+
+/// True when the command line is `mnemo … hook claude-code
+/// user-prompt-submit …`, whatever else it holds: that hook must never cost
+/// the user their prompt, even when its own arguments are wrong.
+pub fn is_user_prompt_hook(args: impl IntoIterator<Item = std::ffi::OsString>) -> bool {
+    let args: Vec<std::ffi::OsString> = args.into_iter().collect();
+    args.windows(3)
+        .any(|w| w[0] == "hook" && w[1] == "claude-code" && w[2] == "user-prompt-submit")
+}
+
+/// The UserPromptSubmit hook's answer to arguments clap refused (or to
+/// `--help`): the message on stderr, never on stdout (Claude Code would add
+/// it to the prompt), and exit 0 (exit 2 would drop the user's prompt).
+pub fn user_prompt_bad_args(e: &clap::Error) -> ExitCode {
+    let mut err = std::io::stderr().lock();
+    let _ = write!(err, "{}", e.render());
+    if e.use_stderr() {
+        let _ = writeln!(
+            err,
+            "mnemo hook claude-code user-prompt-submit: nothing recorded; the prompt goes through (exit 0)"
+        );
+    }
+    ExitCode::SUCCESS
+}

@@ -137,6 +137,9 @@ fn main() -> ExitCode {
     }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
+        Err(e) if hook_trail_cmd::is_user_prompt_hook(std::env::args_os()) => {
+            return hook_trail_cmd::user_prompt_bad_args(&e);
+        }
         Err(e) => {
             // --help and --version print to stdout; a closed pipe is fine.
             let _ = e.print();

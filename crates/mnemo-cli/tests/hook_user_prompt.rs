@@ -14,7 +14,9 @@ fn run(args: &[&str], stdin: &[u8]) -> std::process::Output {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    c.stdin.take().unwrap().write_all(stdin).unwrap();
+    // A hook that refuses its arguments exits before it reads stdin: a
+    // broken pipe here is not the behaviour under test.
+    let _ = c.stdin.take().unwrap().write_all(stdin);
     c.wait_with_output().unwrap()
 }
 
@@ -49,4 +51,58 @@ fn records_silently_and_never_blocks_the_prompt() {
             "a note says why nothing was recorded"
         );
     }
+}
+
+/// A bad flag (a typo in the hook's configuration, an option of a newer
+/// mnemo) must not drop the user's prompt: clap's usage error is printed on
+/// stderr, nothing on stdout, exit 0, and nothing is recorded.
+#[test]
+fn a_bad_flag_never_blocks_the_prompt() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("guardian.sqlite3");
+    let store = store.to_str().unwrap();
+    let input = br#"{"session_id":"s-1","prompt_id":"p-1","hook_event_name":"UserPromptSubmit","prompt":"hello"}"#;
+    let cases: [&[&str]; 4] = [
+        &[
+            "hook",
+            "claude-code",
+            "user-prompt-submit",
+            "--no-such-flag",
+        ],
+        &["hook", "claude-code", "user-prompt-submit", "--store"],
+        &[
+            "hook",
+            "claude-code",
+            "user-prompt-submit",
+            "--memory",
+            "--store",
+            store,
+        ],
+        &[
+            "--bogus",
+            "hook",
+            "claude-code",
+            "user-prompt-submit",
+            "--store",
+            store,
+        ],
+    ];
+    for args in cases {
+        let out = run(args, input);
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        assert!(out.stdout.is_empty(), "{args:?}: {:?}", out.stdout);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("error:"), "{args:?}: {err}");
+        assert!(err.contains("the prompt goes through"), "{args:?}: {err}");
+    }
+    assert!(
+        !dir.path().join("guardian.sqlite3.trails").exists(),
+        "nothing recorded"
+    );
+    // Other hooks keep clap's usage exit code.
+    let out = run(
+        &["hook", "claude-code", "pre-compact", "--no-such-flag"],
+        b"{}",
+    );
+    assert_eq!(out.status.code(), Some(2));
 }
