@@ -514,15 +514,39 @@ fn as_table<'a>(v: &'a toml::Value, key: &str) -> Result<&'a toml::Table, Policy
         .ok_or_else(|| perr(key, format!("expected a table, got {}", v.type_str())))
 }
 
-fn parse_trust(v: &toml::Value, key: &str) -> Result<Trust, PolicyError> {
-    match as_str(v, key)? {
-        "trusted" => Ok(Trust::Trusted),
-        "untrusted" => Ok(Trust::Untrusted),
-        other => Err(perr(
-            key,
-            format!("expected \"trusted\" or \"untrusted\", got \"{other}\""),
-        )),
+/// An array of strings; an item that is not a string is named `key[i]`.
+fn string_list(v: &toml::Value, key: &str) -> Result<Vec<String>, PolicyError> {
+    let a = v
+        .as_array()
+        .ok_or_else(|| perr(key, format!("expected an array, got {}", v.type_str())))?;
+    a.iter()
+        .enumerate()
+        .map(|(i, x)| as_str(x, &format!("{key}[{i}]")).map(str::to_string))
+        .collect()
+}
+
+/// One of a fixed set of words, each with its value; anything else is
+/// refused naming them all (`expected "a", "b" or "c", got "x"`).
+fn choice<T: Copy>(v: &toml::Value, key: &str, words: &[(&str, T)]) -> Result<T, PolicyError> {
+    let s = as_str(v, key)?;
+    if let Some((_, t)) = words.iter().find(|(w, _)| *w == s) {
+        return Ok(*t);
     }
+    let quoted: Vec<String> = words.iter().map(|(w, _)| format!("\"{w}\"")).collect();
+    let expected = match quoted.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
+    };
+    Err(perr(key, format!("expected {expected}, got \"{s}\"")))
+}
+
+fn parse_trust(v: &toml::Value, key: &str) -> Result<Trust, PolicyError> {
+    choice(
+        v,
+        key,
+        &[("trusted", Trust::Trusted), ("untrusted", Trust::Untrusted)],
+    )
 }
 
 fn parse_origin(v: &toml::Value, key: &str) -> Result<Origin, PolicyError> {
@@ -648,16 +672,11 @@ impl Policy {
             let key = format!("compaction.{k}");
             match k.as_str() {
                 "on_untrusted" => {
-                    self.on_untrusted = match as_str(v, &key)? {
-                        "deny" => OnUntrusted::Deny,
-                        "allow" => OnUntrusted::Allow,
-                        other => {
-                            return Err(perr(
-                                key,
-                                format!("expected \"deny\" or \"allow\", got \"{other}\""),
-                            ));
-                        }
-                    }
+                    self.on_untrusted = choice(
+                        v,
+                        &key,
+                        &[("deny", OnUntrusted::Deny), ("allow", OnUntrusted::Allow)],
+                    )?;
                 }
                 "regrounding" => {
                     let arr = v
@@ -710,42 +729,23 @@ impl Policy {
     }
 
     fn parse_tools(&mut self, t: &toml::Table) -> Result<(), PolicyError> {
-        let strings = |v: &toml::Value, key: &str| -> Result<Vec<String>, PolicyError> {
-            let a = v
-                .as_array()
-                .ok_or_else(|| perr(key, format!("expected an array, got {}", v.type_str())))?;
-            a.iter()
-                .enumerate()
-                .map(|(i, x)| as_str(x, &format!("{key}[{i}]")).map(str::to_string))
-                .collect()
-        };
         for (k, v) in t {
             let key = format!("tools.{k}");
             match k.as_str() {
-                "registered" => self.tools.registered = Some(strings(v, &key)?),
+                "registered" => self.tools.registered = Some(string_list(v, &key)?),
                 "refusal_form" => {
-                    self.tools.refusal_form = match as_str(v, &key)? {
-                        "decision" => RefusalForm::Decision,
-                        "error" => RefusalForm::Error,
-                        other => {
-                            return Err(perr(
-                                key,
-                                format!("expected \"decision\" or \"error\", got \"{other}\""),
-                            ));
-                        }
-                    }
+                    self.tools.refusal_form = choice(
+                        v,
+                        &key,
+                        &[
+                            ("decision", RefusalForm::Decision),
+                            ("error", RefusalForm::Error),
+                        ],
+                    )?;
                 }
                 "on_unresolved_ref" => {
-                    self.tools.deny_unresolved_ref = match as_str(v, &key)? {
-                        "allow" => false,
-                        "deny" => true,
-                        other => {
-                            return Err(perr(
-                                key,
-                                format!("expected \"allow\" or \"deny\", got \"{other}\""),
-                            ));
-                        }
-                    }
+                    self.tools.deny_unresolved_ref =
+                        choice(v, &key, &[("allow", false), ("deny", true)])?;
                 }
                 "deny" => {
                     let a = v.as_array().ok_or_else(|| {
@@ -805,8 +805,8 @@ impl Policy {
                     for (name, val) in as_table(v, &key)? {
                         let kk = format!("{key}.{name}");
                         match name.as_str() {
-                            "required" => self.tools.approval.required = strings(val, &kk)?,
-                            "approvers" => self.tools.approval.approvers = strings(val, &kk)?,
+                            "required" => self.tools.approval.required = string_list(val, &kk)?,
+                            "approvers" => self.tools.approval.approvers = string_list(val, &kk)?,
                             "grant" => {
                                 let a = val.as_array().ok_or_else(|| {
                                     perr(
@@ -854,37 +854,19 @@ impl Policy {
                 "require_handshake" => self.guardian.require_handshake = as_bool(v, &key)?,
                 "require_provenance" => self.guardian.require_provenance = as_bool(v, &key)?,
                 "on_decision_failure" => {
-                    self.guardian.on_decision_failure = match as_str(v, &key)? {
-                        "proceed" => DecisionFailure::Proceed,
-                        "deny" => DecisionFailure::Deny,
-                        other => {
-                            return Err(perr(
-                                key,
-                                format!("expected \"proceed\" or \"deny\", got \"{other}\""),
-                            ));
-                        }
-                    }
+                    self.guardian.on_decision_failure = choice(
+                        v,
+                        &key,
+                        &[
+                            ("proceed", DecisionFailure::Proceed),
+                            ("deny", DecisionFailure::Deny),
+                        ],
+                    )?;
                 }
                 "modify_unsupported_agents" => {
-                    let a = v.as_array().ok_or_else(|| {
-                        perr(&key, format!("expected an array, got {}", v.type_str()))
-                    })?;
-                    let mut out = Vec::new();
-                    for (i, x) in a.iter().enumerate() {
-                        out.push(as_str(x, &format!("{key}[{i}]"))?.to_string());
-                    }
-                    self.guardian.modify_unsupported_agents = out;
+                    self.guardian.modify_unsupported_agents = string_list(v, &key)?
                 }
-                "permitted_agents" => {
-                    let a = v.as_array().ok_or_else(|| {
-                        perr(&key, format!("expected an array, got {}", v.type_str()))
-                    })?;
-                    let mut out = Vec::new();
-                    for (i, x) in a.iter().enumerate() {
-                        out.push(as_str(x, &format!("{key}[{i}]"))?.to_string());
-                    }
-                    self.guardian.permitted_agents = Some(out);
-                }
+                "permitted_agents" => self.guardian.permitted_agents = Some(string_list(v, &key)?),
                 "hmac_keys" => {
                     let a = v.as_array().ok_or_else(|| {
                         perr(
