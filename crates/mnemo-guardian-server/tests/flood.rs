@@ -5,69 +5,22 @@
 //! the peak RSS (`VmHWM`) is this flood's alone.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use mnemo_guardian::{Guardian, GuardianConfig, Policy, Transport};
 use mnemo_guardian_server::server;
-use mnemo_guardian_store::SqliteStore;
-use serde_json::{Value, json};
-use std::io::{BufRead, BufReader, Read, Write};
+use serde_json::Value;
+use std::io::{BufReader, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-fn status_kib(field: &str) -> u64 {
-    let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    s.lines()
-        .find_map(|l| l.strip_prefix(field))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
-}
-
-fn post(body: &str) -> Vec<u8> {
-    let mut b = format!(
-        "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n",
-        body.len()
-    )
-    .into_bytes();
-    b.extend_from_slice(body.as_bytes());
-    b
-}
-
-fn request(rid: u32, method: &str, payload: Value) -> String {
-    json!({"jsonrpc": "2.0", "method": method, "id": rid, "params": {
-        "acs_version": "0.1.0", "request_id": format!("00000000-0000-4000-8000-{rid:012}"),
-        "timestamp": mnemo_guardian::time::format_rfc3339_ms(mnemo_guardian::time::now_ms()),
-        "metadata": {"agent_id": "a", "session_id": "7c9e6679-7425-40de-944b-e07fc1f90ae7"},
-        "payload": payload}})
-    .to_string()
-}
+mod common;
+use common::status_kib;
 
 /// One normal request on a fresh connection; returns how long its answer took.
 fn normal_request(addr: std::net::SocketAddr, rid: u32) -> Duration {
     let t = Instant::now();
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    s.write_all(&post(&request(
-        rid,
-        "steps/userMessage",
-        json!({"content": [{"type": "text", "value": "hi",
-            "provenance": {"provenance_id": format!("p{rid}"), "origin": "user_input"}}]}),
-    )))
-    .unwrap();
-    let mut r = BufReader::new(s.try_clone().unwrap());
-    let mut status = String::new();
-    r.read_line(&mut status).unwrap();
-    let mut len = 0usize;
-    loop {
-        let mut h = String::new();
-        r.read_line(&mut h).unwrap();
-        if h.trim().is_empty() {
-            break;
-        }
-        if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
-            len = v.trim().parse().unwrap();
-        }
-    }
-    let mut body = vec![0; len];
-    r.read_exact(&mut body).unwrap();
+    s.write_all(&common::user_message(rid)).unwrap();
+    let (_, body) = common::read_answer(&mut BufReader::new(s.try_clone().unwrap()));
     let answered_in = t.elapsed();
     let v: Value = serde_json::from_slice(&body).unwrap();
     assert_eq!(v["result"]["decision"], "allow", "{v}");
@@ -80,24 +33,14 @@ fn twenty_flooding_connections_stay_bounded() {
         mnemo_testkit::skip("needs /proc/self/status to read the peak RSS");
         return;
     }
-    let policy = Policy::default();
-    let mut config = GuardianConfig::from_policy(&policy);
-    config.transport = Transport::Http;
-    config.require_handshake = false;
-    let store: server::DynStore = Box::new(SqliteStore::open_in_memory().unwrap());
-    let guardian = Guardian::new(policy, config, store);
+    let guardian = common::http_guardian();
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     std::thread::spawn(move || server::serve_listener(guardian, listener));
     let before = status_kib("VmRSS:");
 
     // 1 MiB of small pipelined pings per connection, never read.
-    let one = post(&request(1, "system/ping", json!({})));
-    let mut flood = Vec::with_capacity((1 << 20) + one.len());
-    while flood.len() < 1 << 20 {
-        flood.extend_from_slice(&one);
-    }
-    let flood = std::sync::Arc::new(flood);
+    let flood = std::sync::Arc::new(common::ping_flood());
     let hogs: Vec<_> = (0..20)
         .map(|_| {
             let flood = flood.clone();

@@ -10,75 +10,11 @@ use mnemo_guardian::{
 use mnemo_guardian_server::client::{ClientError, RemoteGuardian};
 use mnemo_guardian_server::server::{self, DynStore, HttpLimits};
 use mnemo_guardian_server::tls::ServerTls;
-use rcgen::{BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair};
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-struct Pki {
-    dir: PathBuf,
-}
-
-impl Pki {
-    /// A CA, a server certificate for localhost / 127.0.0.1 and a client
-    /// certificate, all signed by the CA; and a second, unrelated CA.
-    fn new(name: &str) -> Pki {
-        let dir =
-            std::env::temp_dir().join(format!("mnemo-tls-test-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let ca = |cn: &str| {
-            let key = KeyPair::generate().unwrap();
-            let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
-            p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-            p.distinguished_name.push(DnType::CommonName, cn);
-            let cert = p.self_signed(&key).unwrap();
-            (cert, key)
-        };
-        let (ca_cert, ca_key) = ca("mnemo test CA");
-        let (other_cert, _) = ca("another CA");
-        let leaf = |sans: Vec<String>, usage: ExtendedKeyUsagePurpose| {
-            let key = KeyPair::generate().unwrap();
-            let mut p = CertificateParams::new(sans).unwrap();
-            p.extended_key_usages = vec![usage];
-            let cert = p.signed_by(&key, &ca_cert, &ca_key).unwrap();
-            (cert.pem(), key.serialize_pem())
-        };
-        let (srv, srv_key) = leaf(
-            vec!["localhost".into(), "127.0.0.1".into()],
-            ExtendedKeyUsagePurpose::ServerAuth,
-        );
-        let (cli, cli_key) = leaf(vec!["agent".into()], ExtendedKeyUsagePurpose::ClientAuth);
-        for (f, text) in [
-            ("ca.pem", ca_cert.pem()),
-            ("other-ca.pem", other_cert.pem()),
-            ("server.pem", srv),
-            ("server.key", srv_key),
-            ("client.pem", cli),
-            ("client.key", cli_key),
-        ] {
-            std::fs::write(dir.join(f), text).unwrap();
-        }
-        Pki { dir }
-    }
-
-    fn path(&self, f: &str) -> PathBuf {
-        self.dir.join(f)
-    }
-
-    fn server(&self, client_ca: bool) -> ServerTls {
-        ServerTls {
-            cert: self.path("server.pem"),
-            key: self.path("server.key"),
-            client_ca: client_ca.then(|| self.path("ca.pem")),
-        }
-    }
-}
-
-impl Drop for Pki {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
+mod common;
+use common::Pki;
 
 fn start(tls: &ServerTls) -> std::net::SocketAddr {
     let store: DynStore = Box::new(MemoryStore::new());
@@ -158,27 +94,7 @@ fn client_certificates_when_the_server_asks_for_them() {
 
 /// Raw HTTP over a rustls client stream, for the limit answers.
 fn raw(addr: std::net::SocketAddr, ca: &Path, bytes: &[u8]) -> String {
-    let roots = {
-        let mut r = rustls::RootCertStore::empty();
-        for c in mnemo_guardian_server::tls::load_certs(ca).unwrap() {
-            r.add(c).unwrap();
-        }
-        r
-    };
-    let config = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .unwrap()
-    .with_root_certificates(roots)
-    .with_no_client_auth();
-    let conn =
-        rustls::ClientConnection::new(std::sync::Arc::new(config), "localhost".try_into().unwrap())
-            .unwrap();
-    let tcp = std::net::TcpStream::connect(addr).unwrap();
-    tcp.set_read_timeout(Some(std::time::Duration::from_secs(5)))
-        .unwrap();
-    let mut s = rustls::StreamOwned::new(conn, tcp);
+    let mut s = common::tls_stream(addr, &common::client_config(ca));
     s.write_all(bytes).unwrap();
     let mut out = Vec::new();
     let _ = s.read_to_end(&mut out);
