@@ -273,6 +273,12 @@ impl PostgresStore {
         })
     }
 
+    /// Whether the open transaction holds `session`'s row lock, so that
+    /// its cached chain head cannot be moved by another writer.
+    fn holds_lock(&self, session: &str) -> bool {
+        self.in_tx && self.locked.contains_key(session)
+    }
+
     /// Runs `f` on the connection with `session` locked: inside the open
     /// transaction (locking the session on first use), or in a transaction
     /// of its own when none is open.
@@ -610,8 +616,7 @@ impl SessionStore for PostgresStore {
         })
     }
     fn chain_head(&mut self, session: &str) -> Result<Option<(u64, Hash)>, StoreError> {
-        if self.in_tx
-            && self.locked.contains_key(session)
+        if self.holds_lock(session)
             && let Some(head) = self.heads.get(session)
         {
             return Ok(*head);
@@ -625,7 +630,7 @@ impl SessionStore for PostgresStore {
                 ))),
             }
         })?;
-        if self.in_tx && self.locked.contains_key(session) {
+        if self.holds_lock(session) {
             self.heads.insert(session.to_string(), head);
         }
         Ok(head)
@@ -646,7 +651,7 @@ impl SessionStore for PostgresStore {
                 .map_err(pgerr)?;
             Ok(())
         });
-        match (&out, self.in_tx && self.locked.contains_key(session)) {
+        match (&out, self.holds_lock(session)) {
             (Ok(()), true) => {
                 // Advanced only from a head this transaction read: the head
                 // is the entry with the highest number.

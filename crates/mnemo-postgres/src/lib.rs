@@ -299,6 +299,19 @@ mod tests {
         format!("{url}{sep}sslmode=verify-full&sslrootcert={ca}")
     }
 
+    /// Whether the server sees this connection as TLS (`pg_stat_ssl`).
+    fn backend_ssl(pg: &Pg) -> bool {
+        pg.call(|c| {
+            c.query_one(
+                "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+                &[],
+            )
+            .map(|r| r.get(0))
+        })
+        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap_or_else(|e| panic!("{e}"))
+    }
+
     #[test]
     fn tls_with_verify_full_against_the_servers_ca() {
         let Some(url) = url() else { return };
@@ -309,29 +322,11 @@ mod tests {
             return;
         };
         let pg = Pg::connect(&tls_url(&url, &ca)).unwrap_or_else(|e| panic!("{e}"));
-        let ssl: bool = pg
-            .call(|c| {
-                c.query_one(
-                    "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
-                    &[],
-                )
-                .map(|r| r.get(0))
-            })
-            .unwrap_or_else(|e| panic!("{e}"))
-            .unwrap_or_else(|e| panic!("{e}"));
+        let ssl = backend_ssl(&pg);
         assert!(ssl, "the server sees a TLS connection");
         // The same server without sslmode: plain, as before.
         let plain = Pg::connect(&url).unwrap_or_else(|e| panic!("{e}"));
-        let ssl: bool = plain
-            .call(|c| {
-                c.query_one(
-                    "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
-                    &[],
-                )
-                .map(|r| r.get(0))
-            })
-            .unwrap_or_else(|e| panic!("{e}"))
-            .unwrap_or_else(|e| panic!("{e}"));
+        let ssl = backend_ssl(&plain);
         assert!(!ssl);
         // A certificate from another CA is refused, with the password hidden.
         if let Some(other) = mnemo_testkit::require_env(
