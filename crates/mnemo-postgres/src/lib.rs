@@ -110,7 +110,7 @@ impl Connector {
     fn open(&self, url: &str) -> Result<Client, postgres::Error> {
         match self {
             Connector::Plain => Client::connect(url, NoTls),
-            Connector::Tls(t) => Client::connect(url, t.clone()),
+            Connector::Tls(t) => Client::connect(url, t.connector()),
         }
     }
 }

@@ -12,18 +12,13 @@
 //! string (the driver does not know `sslrootcert` nor the `verify-*` modes)
 //! and hands the rest to the driver with `sslmode=require`.
 
-use postgres::tls::{ChannelBinding, MakeTlsConnect, TlsConnect, TlsStream};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{DigitallySignedStruct, SignatureScheme};
-use std::future::Future;
-use std::io;
 use std::path::{Path, PathBuf};
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 /// How the server's certificate is checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -232,9 +227,11 @@ impl ServerCertVerifier for ChainOnly {
     }
 }
 
-/// The rustls connector handed to the driver.
+/// The rustls connector handed to the driver (`tokio-postgres-rustls`,
+/// which also gives SCRAM its channel binding), with the client
+/// configuration the options ask for.
 #[derive(Clone)]
-pub struct RustlsConnect(tokio_rustls::TlsConnector);
+pub struct RustlsConnect(MakeRustlsConnect);
 
 impl std::fmt::Debug for RustlsConnect {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -262,84 +259,12 @@ impl RustlsConnect {
                     .with_no_client_auth()
             }
         };
-        Ok(RustlsConnect(tokio_rustls::TlsConnector::from(Arc::new(
-            config,
-        ))))
+        Ok(RustlsConnect(MakeRustlsConnect::new(config)))
     }
-}
 
-/// One connection's TLS handshake, for `domain`.
-pub struct RustlsConnectOne {
-    connector: tokio_rustls::TlsConnector,
-    name: ServerName<'static>,
-}
-
-/// A TLS stream to the database.
-pub struct RustlsStream<S>(tokio_rustls::client::TlsStream<S>);
-
-impl<S> MakeTlsConnect<S> for RustlsConnect
-where
-    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
-{
-    type Stream = RustlsStream<S>;
-    type TlsConnect = RustlsConnectOne;
-    type Error = rustls::pki_types::InvalidDnsNameError;
-
-    fn make_tls_connect(&mut self, domain: &str) -> Result<RustlsConnectOne, Self::Error> {
-        Ok(RustlsConnectOne {
-            connector: self.0.clone(),
-            name: ServerName::try_from(domain.to_string())?,
-        })
-    }
-}
-
-impl<S> TlsConnect<S> for RustlsConnectOne
-where
-    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
-{
-    type Stream = RustlsStream<S>;
-    type Error = io::Error;
-    type Future = Pin<Box<dyn Future<Output = io::Result<RustlsStream<S>>> + Send>>;
-
-    fn connect(self, stream: S) -> Self::Future {
-        Box::pin(async move {
-            self.connector
-                .connect(self.name, stream)
-                .await
-                .map(RustlsStream)
-        })
-    }
-}
-
-impl<S: AsyncRead + AsyncWrite + Unpin> TlsStream for RustlsStream<S> {
-    fn channel_binding(&self) -> ChannelBinding {
-        ChannelBinding::none()
-    }
-}
-
-impl<S: AsyncRead + AsyncWrite + Unpin> AsyncRead for RustlsStream<S> {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.0).poll_read(cx, buf)
-    }
-}
-
-impl<S: AsyncRead + AsyncWrite + Unpin> AsyncWrite for RustlsStream<S> {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.0).poll_write(cx, buf)
-    }
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.0).poll_flush(cx)
-    }
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.0).poll_shutdown(cx)
+    /// The driver's `MakeTlsConnect` for one connection attempt.
+    pub fn connector(&self) -> MakeRustlsConnect {
+        self.0.clone()
     }
 }
 
