@@ -658,18 +658,19 @@ impl<S: SessionStore> Guardian<S> {
                     // form of a capability refusal. Nothing is chained (an
                     // error writes no ContextEntry); a budget call is counted.
                     let tool = call.map(|(t, _)| t).unwrap_or_default();
+                    let reason = why.first().copied().unwrap_or_default();
                     return Err(RpcError::new(
                         codes::CAPABILITY_NOT_NEGOTIATED,
                         format!("{tool} is outside this session's capabilities: {reasoning}"),
                     )
                     .with(json!({
-                        "reason": why.first().copied().unwrap_or_default(),
+                        "reason": reason,
                         "reason_codes": why,
                         "message": reasoning,
                         "method": method,
                         "capability": tool,
                         "decision": "deny",
-                        "policy_references": [{"policy_id": self.policy.policy_id, "policy_version": self.policy.policy_version, "rule_id": why.first().copied().unwrap_or_default()}],
+                        "policy_references": [{"policy_id": self.policy.policy_id, "policy_version": self.policy.policy_version, "rule_id": reason}],
                     })));
                 }
                 let mut r = match refused {
