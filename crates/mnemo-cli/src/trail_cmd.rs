@@ -73,7 +73,7 @@ pub fn extract(path: &Path, host: Option<HostKind>, budget: usize) -> Result<Tra
         if n == 0 {
             break;
         }
-        x.push_line(&String::from_utf8_lossy(&buf));
+        x.push_bytes(&buf);
     }
     Ok(x.finish(budget)?)
 }

@@ -107,7 +107,7 @@ pub fn trail_of_file(path: &Path, host: HostKind, budget: usize) -> Result<Trail
             }
             continue;
         }
-        x.push_line(&String::from_utf8_lossy(&buf));
+        x.push_bytes(&buf);
     }
     x.finish(budget).map_err(|e| e.to_string())
 }

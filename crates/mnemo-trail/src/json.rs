@@ -17,6 +17,11 @@ pub(crate) trait Lenient<'de>: Default {
     fn string(_s: Cow<'de, str>) -> Self {
         Self::default()
     }
+    /// A string that does not outlive the call (unescaped into the
+    /// parser's scratch space): copied unless the type reads it in place.
+    fn transient(s: &str) -> Self {
+        Self::string(Cow::Owned(s.to_string()))
+    }
     fn boolean(_b: bool) -> Self {
         Self::default()
     }
@@ -96,7 +101,7 @@ impl<'de, T: Lenient<'de>> Visitor<'de> for LenientVisitor<T> {
         Ok(T::string(Cow::Borrowed(v)))
     }
     fn visit_str<E: de::Error>(self, v: &str) -> Result<T, E> {
-        Ok(T::string(Cow::Owned(v.to_string())))
+        Ok(T::transient(v))
     }
     fn visit_string<E: de::Error>(self, v: String) -> Result<T, E> {
         Ok(T::string(Cow::Owned(v)))

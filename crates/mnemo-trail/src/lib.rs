@@ -38,6 +38,10 @@ pub const DEFAULT_BUDGET: usize = 1500;
 pub const MAX_ENTRIES: usize = 20_000;
 /// Longest fact text kept (bytes); longer texts are cut with `…`.
 pub const MAX_FACT_BYTES: usize = 300;
+/// Sentences whose class the extractor remembers (per writer), and the
+/// longest one it remembers (bytes): at most 2 × 8,192 × 256 B of memo.
+const MEMO_ENTRIES: usize = 8192;
+const MEMO_BYTES: usize = 256;
 
 /// Why a trail could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -216,6 +220,8 @@ pub struct Extractor {
     lines: usize,
     bad_lines: usize,
     boundaries: usize,
+    /// [`text::classify`] of sentences seen, by writer (assistant, user).
+    classes: [HashMap<Box<str>, Option<Class>>; 2],
 }
 
 impl Extractor {
@@ -242,10 +248,33 @@ impl Extractor {
             return;
         }
         self.lines += 1;
-        let Ok(l) = parse::parse_line(t) else {
-            self.bad_lines += 1;
+        match parse::parse_line(t) {
+            Ok(l) => self.push_parsed(&l),
+            Err(_) => self.bad_lines += 1,
+        }
+    }
+
+    /// [`Extractor::push_line`] of a line as read from a file, without a
+    /// UTF-8 pass of its own: serde_json checks the UTF-8 of the strings as
+    /// it reads them, and JSON outside strings is ASCII. A line that does
+    /// not parse this way (invalid UTF-8 in a string, white space JSON does
+    /// not allow around it, or not JSON) takes the text path with invalid
+    /// UTF-8 replaced, so both read every line alike.
+    pub fn push_bytes(&mut self, line: &[u8]) {
+        let t = line.trim_ascii();
+        if t.is_empty() {
             return;
-        };
+        }
+        match serde_json::from_slice::<parse::Line<'_>>(t) {
+            Ok(l) => {
+                self.lines += 1;
+                self.push_parsed(&l);
+            }
+            Err(_) => self.push_line(&String::from_utf8_lossy(line)),
+        }
+    }
+
+    fn push_parsed(&mut self, l: &parse::Line<'_>) {
         if self.host.is_none() {
             self.host = l.host();
         }
@@ -364,9 +393,23 @@ impl Extractor {
         }
     }
 
+    /// [`text::classify`], remembered for short sentences: a session says
+    /// the same sentences again and again ("Running the tests again.").
+    fn classify(&mut self, s: &str, user: bool) -> Option<Class> {
+        let memo = &mut self.classes[usize::from(user)];
+        if let Some(c) = memo.get(s) {
+            return *c;
+        }
+        let c = text::classify(s, user);
+        if s.len() <= MEMO_BYTES && memo.len() < MEMO_ENTRIES {
+            memo.insert(s.into(), c);
+        }
+        c
+    }
+
     fn prose(&mut self, t: &str, user: bool, line: usize) {
         for s in text::sentences(t) {
-            let Some(class) = text::classify(s, user) else {
+            let Some(class) = self.classify(s, user) else {
                 continue;
             };
             let key = s.to_lowercase();

@@ -155,6 +155,43 @@ impl<'de> Lenient<'de> for Content<'de> {
     }
 }
 
+/// A tool result's content (Claude Code `tool_result.content`): a string
+/// is summarised as it is read (its exit status and first meaningful line;
+/// the text itself, often a long output, is never copied), text blocks are
+/// kept.
+#[derive(Debug, Default)]
+enum ResultContent<'a> {
+    #[default]
+    None,
+    Summary {
+        exit: Option<i64>,
+        first_line: String,
+    },
+    Blocks(Vec<Block<'a>>),
+}
+
+impl ResultContent<'_> {
+    fn summary(text: &str) -> Self {
+        ResultContent::Summary {
+            exit: exit_in_text(text),
+            first_line: first_meaningful_line(text),
+        }
+    }
+}
+
+impl<'de> Lenient<'de> for ResultContent<'de> {
+    fn string(s: Cow<'de, str>) -> Self {
+        ResultContent::summary(&s)
+    }
+    fn transient(s: &str) -> Self {
+        ResultContent::summary(s)
+    }
+    fn seq<A: serde::de::SeqAccess<'de>>(seq: A) -> Result<Self, A::Error> {
+        let List(v) = List::<Block<'de>>::seq(seq)?;
+        Ok(ResultContent::Blocks(v.unwrap_or_default()))
+    }
+}
+
 /// A content block: Claude Code's `text` / `tool_use` / `tool_result`, a
 /// Codex message's `input_text` / `output_text` (only `text` is read).
 #[derive(Debug, Default)]
@@ -166,7 +203,7 @@ struct Block<'a> {
     input: Input<'a>,
     tool_use_id: Scalar<'a>,
     is_error: Scalar<'a>,
-    content: Content<'a>,
+    content: ResultContent<'a>,
 }
 
 impl<'de> Record<'de> for Block<'de> {
@@ -508,7 +545,7 @@ impl<'de> Record<'de> for Line<'de> {
 record_types!(
     Block, Input, Message, Args, Meta, Item, Info, PathInfo, Part, State, Line
 );
-lenient_deserialize!(Content, Cmd);
+lenient_deserialize!(Content, ResultContent, Cmd);
 
 /// Reads one transcript line (trimmed JSON text). Fails only when the line
 /// is not JSON.
@@ -559,12 +596,12 @@ fn host_text(t: &str) -> bool {
         || t.starts_with("<INSTRUCTIONS>")
 }
 
-/// The text of a result's content: a string, or its blocks' texts, one a
-/// line.
-fn content_text<'c>(c: &'c Content<'_>) -> Cow<'c, str> {
+/// Exit status and first meaningful line of a result's content: a string
+/// (summarised when read), or its blocks' texts, one a line.
+fn result_of(c: &ResultContent<'_>) -> (Option<i64>, String) {
     match c {
-        Content::Text(t) => Cow::Borrowed(t),
-        Content::Blocks(items) => {
+        ResultContent::Summary { exit, first_line } => (*exit, first_line.clone()),
+        ResultContent::Blocks(items) => {
             let mut out = String::new();
             for t in items.iter().filter_map(|b| b.text.as_str()) {
                 if !out.is_empty() {
@@ -572,9 +609,9 @@ fn content_text<'c>(c: &'c Content<'_>) -> Cow<'c, str> {
                 }
                 out.push_str(t);
             }
-            Cow::Owned(out)
+            (exit_in_text(&out), first_meaningful_line(&out))
         }
-        Content::None => Cow::Borrowed(""),
+        ResultContent::None => (None, String::new()),
     }
 }
 
@@ -778,12 +815,12 @@ impl Line<'_> {
                             f(Event::Call { id, call });
                         }
                         Some("tool_result") => {
-                            let text = content_text(&b.content);
+                            let (exit, first_line) = result_of(&b.content);
                             f(Event::Result {
                                 id: b.tool_use_id.as_str().unwrap_or(""),
-                                exit: exit_in_text(&text),
+                                exit,
                                 is_error: b.is_error.as_bool().unwrap_or(false),
-                                first_line: first_meaningful_line(&text),
+                                first_line,
                             });
                         }
                         _ => {}

@@ -122,13 +122,38 @@ pub fn classify(sentence: &str, user: bool) -> Option<Class> {
     if !user && p.blocker.is_match(sentence) {
         return Some(Class::Blocker);
     }
-    if !anchors(sentence).is_empty() {
+    if has_anchor(sentence) {
         return Some(Class::Fact);
     }
     if user && sentence.split_whitespace().count() >= 3 {
         return Some(Class::Request);
     }
     None
+}
+
+/// The anchor test of a [`Class::Fact`]: whether [`anchors`] would find
+/// one, stopping at the first (a span [`anchors`] drops as contained in
+/// another or as a duplicate only goes when another is kept).
+fn has_anchor(sentence: &str) -> bool {
+    patterns().anchors.iter().any(|re| {
+        re.find_iter(sentence)
+            .any(|m| anchor_text(sentence, m.start(), m.end()).is_some())
+    })
+}
+
+/// A match's anchor: white space before it and `.`, `,`, `:` after it
+/// trimmed; `None` when too short (one character, not a digit). Returns
+/// the trimmed span.
+fn anchor_text(sentence: &str, start: usize, end: usize) -> Option<(usize, usize)> {
+    let mut s = start;
+    while s < end && sentence.as_bytes()[s].is_ascii_whitespace() {
+        s += 1;
+    }
+    let t = sentence[s..end].trim_end_matches(['.', ',', ':']);
+    if t.is_empty() || t.len() < 2 && !t.bytes().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    Some((s, s + t.len()))
 }
 
 /// The anchors of a sentence: paths, endpoints, URLs, env vars, tables,
@@ -138,15 +163,9 @@ pub fn anchors(sentence: &str) -> Vec<String> {
     let mut spans: Vec<(usize, usize)> = Vec::new();
     for re in &patterns().anchors {
         for m in re.find_iter(sentence) {
-            let (mut s, e) = (m.start(), m.end());
-            while s < e && sentence.as_bytes()[s].is_ascii_whitespace() {
-                s += 1;
-            }
-            let t = sentence[s..e].trim_end_matches(['.', ',', ':']);
-            if t.is_empty() || t.len() < 2 && !t.bytes().all(|c| c.is_ascii_digit()) {
+            let Some((s, e)) = anchor_text(sentence, m.start(), m.end()) else {
                 continue;
-            }
-            let e = s + t.len();
+            };
             if spans.iter().any(|&(a, b)| a <= s && e <= b) {
                 continue;
             }

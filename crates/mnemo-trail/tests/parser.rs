@@ -87,4 +87,39 @@ proptest! {
         let want = format!("exit {code}");
         prop_assert!(t.facts.iter().any(|f| f.kind == mnemo_trail::FactKind::Blocker && f.text.contains(&want)), "{:?}", t.facts);
     }
+
+    #[test]
+    fn bytes_and_text_read_every_line_alike(
+        lines in prop::collection::vec((line(), 0usize..6, any::<u8>()), 0..30),
+    ) {
+        // Each line as a file holds it: as is, with invalid UTF-8 inside,
+        // with white space JSON does not allow around it, with CRLF.
+        let raw: Vec<Vec<u8>> = lines
+            .iter()
+            .map(|(l, how, b)| {
+                let mut v = l.clone().into_bytes();
+                match how {
+                    1 => {
+                        let at = usize::from(*b) % (v.len() + 1);
+                        v.insert(at, 0xff);
+                    }
+                    2 => v.splice(0..0, "\u{a0}".bytes()).for_each(drop),
+                    3 => v.splice(0..0, [0x0b]).for_each(drop),
+                    4 => v.extend_from_slice(b"\r\n"),
+                    5 => v = b" \t ".to_vec(),
+                    _ => {}
+                }
+                v
+            })
+            .collect();
+        let mut by_bytes = Extractor::new(None);
+        let mut by_text = Extractor::new(None);
+        for l in &raw {
+            by_bytes.push_bytes(l);
+            by_text.push_line(&String::from_utf8_lossy(l));
+        }
+        let a = by_bytes.finish(300).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let b = by_text.finish(300).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        prop_assert_eq!(a, b);
+    }
 }
