@@ -1072,7 +1072,7 @@ mod tests {
     /// parses only the rules whose keywords it meets.
     #[test]
     fn the_built_in_rules_load_lazily() {
-        let s = crate::Scrubber::build(crate::DEFAULT_RULES_TOML, false).expect("loads");
+        let s = crate::Scrubber::build_builtin().expect("loads");
         let parsed = |s: &crate::Scrubber| s.rules.iter().filter(|r| r.shape_known()).count();
         assert_eq!(parsed(&s), 0);
         assert!(s.engine.laned.get().is_none());
