@@ -182,19 +182,13 @@ struct Scan {
 }
 
 /// The candidates of one scan, and per rule the capture slots its accepted
-/// matches reuse (one allocation per rule and scan, not per match).
+/// matches reuse (one allocation per rule and scan, not per match; the
+/// table grows on the first accepted match, so a scan without one, the
+/// usual case, allocates nothing here).
+#[derive(Default)]
 struct Found {
     out: Vec<Span>,
     caps: Vec<Option<regex_automata::util::captures::Captures>>,
-}
-
-impl Found {
-    fn new(rules: usize) -> Found {
-        Found {
-            out: Vec::new(),
-            caps: std::iter::repeat_with(|| None).take(rules).collect(),
-        }
-    }
 }
 
 /// Keyword hits of one block, one buffer per lane (reused across blocks).
@@ -272,7 +266,7 @@ impl Engine {
         let markers = self.markers(hay);
         let mut scan = Scan {
             covered: vec![0usize; rules.len()],
-            found: Found::new(rules.len()),
+            found: Found::default(),
         };
         match self.laned(hay.len()) {
             Some((dfa, start)) => {
@@ -497,6 +491,9 @@ impl Engine {
         found: &mut Found,
     ) -> Option<usize> {
         let (s, e) = if rule.shape().has_groups {
+            if found.caps.len() <= ri {
+                found.caps.resize_with(ri + 1, || None);
+            }
             let mut own = None;
             let caps = match found.caps.get_mut(ri) {
                 Some(slot) => slot.get_or_insert_with(|| re.create_captures()),
@@ -873,7 +870,7 @@ mod tests {
         let markers = engine.markers(hay);
         let mut scan = Scan {
             covered: vec![0; rules.len()],
-            found: Found::new(rules.len()),
+            found: Found::default(),
         };
         for hit in reference_hits(ac, hay) {
             engine.on_hit(rules, hay, &markers, hit, &mut scan);
