@@ -358,7 +358,7 @@ pub fn render_entry(e: &EntryView, zz_date: &str) -> String {
                 let _ = write!(o, " · {b}");
             }
             if e.fields.files && !e.summary.files.is_empty() {
-                let _ = write!(o, " · files: {}", short_file_list(&e.summary.files));
+                let _ = write!(o, " · {}", short_file_list(&e.summary.files));
             }
             o.push('\n');
             let lines = e.summary.lines();
