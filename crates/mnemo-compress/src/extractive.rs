@@ -401,6 +401,53 @@ pub fn drop_empty_parentheticals(text: &str) -> String {
     out
 }
 
+/// The fact words of a text (see [`is_fact_token`]), punctuation trimmed.
+fn fact_words(text: &str) -> Vec<&str> {
+    text.split_whitespace()
+        .filter(|w| is_fact_token(w))
+        .map(|w| w.trim_matches(|c: char| matches!(c, ',' | ';' | '.' | ':' | '!' | '?' | '"')))
+        .filter(|w| !w.is_empty())
+        .collect()
+}
+
+/// Drops, from each sentence after the first, the clauses that only
+/// repeat facts stated earlier in `sentences`: a clause all of whose fact
+/// words were already said, that states no constraint (never, must, only,
+/// …) and holds no number of its own. A sentence left with no clause goes;
+/// the others keep their words and separators.
+pub fn drop_repeated(sentences: &[String]) -> Vec<String> {
+    let mut said: Vec<String> = Vec::new();
+    let mut out = Vec::with_capacity(sentences.len());
+    for (i, s) in sentences.iter().enumerate() {
+        let cl = clauses(s);
+        let mut kept = String::new();
+        for c in &cl {
+            let words = fact_words(&c.text);
+            let repeat = i > 0
+                && !words.is_empty()
+                && !has_constraint(&c.text)
+                && words.iter().all(|w| said.iter().any(|x| x == w));
+            if !repeat {
+                if !kept.is_empty() {
+                    kept.push_str(if c.sep.is_empty() { "; " } else { &c.sep });
+                }
+                kept.push_str(&c.text);
+            }
+        }
+        said.extend(fact_words(s).into_iter().map(str::to_string));
+        let kept = kept.trim().to_string();
+        if kept.is_empty() {
+            continue;
+        }
+        let mut kept = kept;
+        if s.ends_with(['.', '!', '?']) && !kept.ends_with(['.', '!', '?', ')', '`']) {
+            kept.push('.');
+        }
+        out.push(kept);
+    }
+    out
+}
+
 /// A sentence with its label and filler opening removed and only the
 /// clauses that carry facts (see the module doc). `None` when nothing in
 /// it carries a fact.
@@ -493,6 +540,25 @@ mod tests {
         assert_eq!(
             condense("The cookie is set with HttpOnly; Secure; SameSite=Lax; Path=/.").as_deref(),
             Some("The cookie is set with HttpOnly; Secure; SameSite=Lax; Path=/.")
+        );
+    }
+
+    #[test]
+    fn a_clause_that_only_repeats_earlier_facts_goes() {
+        let s = [
+            "POST /v2/refunds returns 202 Accepted.".to_string(),
+            "The refund is queued, POST /v2/refunds returns 202 Accepted again, and a webhook fires.".to_string(),
+            "POST /v2/refunds returns 202 Accepted.".to_string(),
+            "POST /v2/refunds must never be retried.".to_string(),
+        ];
+        assert_eq!(
+            drop_repeated(&s),
+            vec![
+                "POST /v2/refunds returns 202 Accepted.".to_string(),
+                "The refund is queued, and a webhook fires.".to_string(),
+                // A constraint on a known fact is new: kept.
+                "POST /v2/refunds must never be retried.".to_string(),
+            ]
         );
     }
 

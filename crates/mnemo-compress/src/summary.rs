@@ -363,6 +363,8 @@ impl<'c> DeterministicSummarizer<'c> {
             }
         };
         let pool: Vec<String> = pool.into_iter().map(|(s, _)| s).collect();
+        // A clause that only says again what an earlier one said goes.
+        let pool = ex::drop_repeated(&pool);
         let (mut what, mut to_next) = match (own_what, own_why) {
             (Some(w), Some(y)) => (join(&[w], &pool), y),
             (Some(w), None) => (w, pool.join(" ")),
