@@ -24,6 +24,8 @@ pub(crate) struct KeywordIndex {
     words: Vec<Vec<u8>>,
     /// Bit `(a << 8) | b` is set when some keyword starts with bytes `a b`.
     pairs: Box<[u64; 1024]>,
+    /// Whether some keyword starts with the byte (either ASCII case).
+    first: [bool; 256],
 }
 
 static INDEX: OnceLock<Option<KeywordIndex>> = OnceLock::new();
@@ -56,8 +58,18 @@ impl KeywordIndex {
         let mut rules = 0usize;
         let mut lines_read = 0usize;
         let mut words: Vec<Vec<u8>> = Vec::new();
-        for line in toml.lines() {
-            let t = line.trim();
+        // Only the lines holding `[[rule]]` or `keywords` matter: found with
+        // a substring search instead of walking every line of the file.
+        let bytes = toml.as_bytes();
+        let mut marks: Vec<usize> = memchr::memmem::find_iter(bytes, b"[[rule]]")
+            .chain(memchr::memmem::find_iter(bytes, b"keywords"))
+            .map(|at| memchr::memrchr(b'\n', &bytes[..at]).map_or(0, |i| i + 1))
+            .collect();
+        marks.sort_unstable();
+        marks.dedup();
+        for start in marks {
+            let end = memchr::memchr(b'\n', &bytes[start..]).map_or(bytes.len(), |i| start + i);
+            let t = toml.get(start..end)?.trim();
             if t == "[[rule]]" {
                 rules += 1;
                 continue;
@@ -91,11 +103,18 @@ impl KeywordIndex {
         words.sort();
         words.dedup();
         let mut pairs = Box::new([0u64; 1024]);
+        let mut first = [false; 256];
         for w in &words {
             let p = pair(w[0], w[1]);
             pairs[p / 64] |= 1 << (p % 64);
+            first[usize::from(w[0])] = true;
+            first[usize::from(w[0].to_ascii_uppercase())] = true;
         }
-        Some(KeywordIndex { words, pairs })
+        Some(KeywordIndex {
+            words,
+            pairs,
+            first,
+        })
     }
 
     /// The keywords (lowercase, sorted).
@@ -108,6 +127,9 @@ impl KeywordIndex {
     /// the scrubber's keyword automaton matches them).
     pub(crate) fn occurs_in(&self, hay: &[u8]) -> bool {
         for (i, w) in hay.windows(2).enumerate() {
+            if !self.first[usize::from(w[0])] {
+                continue;
+            }
             let p = pair(w[0], w[1]);
             if self.pairs[p / 64] & (1 << (p % 64)) == 0 {
                 continue;
