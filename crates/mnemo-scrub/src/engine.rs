@@ -220,14 +220,29 @@ impl Table {
         let stride = n.next_power_of_two();
         let shift = stride.trailing_zeros();
         let start = dfa.start_state(AcAnchored::No).ok()?;
+        // the DFA's state ids are small integers (offsets into its table):
+        // a flat map from them, `UNSEEN` where not reached
+        const UNSEEN: u32 = u32::MAX;
+        let mut slot: Vec<u32> = Vec::new();
+        let mark = |slot: &mut Vec<u32>, s: StateID| -> bool {
+            let i = s.as_usize();
+            if slot.len() <= i {
+                slot.resize(i + 1, UNSEEN);
+            }
+            let fresh = slot.get(i) == Some(&UNSEEN);
+            if let Some(v) = slot.get_mut(i) {
+                *v = 0;
+            }
+            fresh
+        };
         let mut order = vec![start];
-        let mut seen: HashMap<StateID, ()> = HashMap::from([(start, ())]);
+        mark(&mut slot, start);
         let mut i = 0;
         while let Some(&s) = order.get(i) {
             i += 1;
             for b in other.into_iter().chain(reps.iter().copied()) {
                 let t = dfa.next_state(AcAnchored::No, s, b);
-                if seen.insert(t, ()).is_none() {
+                if mark(&mut slot, t) {
                     order.push(t);
                 }
             }
@@ -243,11 +258,10 @@ impl Table {
             .chain(order.iter().copied().filter(|&s| !is_match(s)))
             .collect();
         let n_match = theirs.iter().filter(|&&s| is_match(s)).count();
-        let id: HashMap<StateID, u32> = theirs
-            .iter()
-            .enumerate()
-            .map(|(i, &s)| Some((s, u32::try_from(i << shift).ok()?)))
-            .collect::<Option<_>>()?;
+        for (i, &s) in theirs.iter().enumerate() {
+            *slot.get_mut(s.as_usize())? = u32::try_from(i << shift).ok()?;
+        }
+        let id = |s: StateID| slot.get(s.as_usize()).copied().filter(|&v| v != UNSEEN);
         let mut trans: Box<[u32; TABLE_LEN]> =
             vec![0u32; TABLE_LEN].into_boxed_slice().try_into().ok()?;
         for (i, &s) in theirs.iter().enumerate() {
@@ -258,11 +272,11 @@ impl Table {
                 .chain(reps.iter().enumerate().map(|(c, &b)| (c + 1, b)))
             {
                 let t = dfa.next_state(AcAnchored::No, s, b);
-                *trans.get_mut(row + c)? = *id.get(&t)?;
+                *trans.get_mut(row + c)? = id(t)?;
             }
         }
         Some(Table {
-            start: *id.get(&start)?,
+            start: id(start)?,
             match_lim: u32::try_from(n_match << shift).ok()?,
             dfa,
             trans,
