@@ -26,10 +26,10 @@ mkdir -p "$OUT"
 SEED="$OUT/rss-seed.txt"
 if [ ! -s "$SEED" ]; then
   if [ -d "$OUT/corpus" ]; then
-    find "$OUT/corpus" -type f ! -name '.done-*' -print0 | LC_ALL=C sort -z | xargs -0 cat | head -c 20000000 > "$SEED"
+    { find "$OUT/corpus" -type f ! -name '.done-*' -print0 | LC_ALL=C sort -z | xargs -0 cat 2>/dev/null | head -c 20000000 > "$SEED"; } || true
   else
-    find ~/.cargo/registry/src -type f -name '*.rs' -size -2M -print0 | LC_ALL=C sort -z \
-      | xargs -0 cat | head -c 20000000 > "$SEED"
+    { find ~/.cargo/registry/src -type f -name '*.rs' -size -2M -print0 | LC_ALL=C sort -z \
+      | xargs -0 cat 2>/dev/null | head -c 20000000 > "$SEED"; } || true
   fi
 fi
 SEED_BYTES=$(stat -c %s "$SEED")
@@ -47,7 +47,12 @@ first=""; last=""
 for mb in $SIZES_MB; do
   bytes=$((mb * 1000 * 1000))
   t0=$(date +%s.%N)
+  # the feeder dies of SIGPIPE once `head` has its bytes: judge mnemo alone
+  set +o pipefail
   feed "$bytes" | /usr/bin/time -f "%M" -o "$OUT/rss.time" "$BIN" scrub - 2> "$OUT/rss.err" > /dev/null
+  status=${PIPESTATUS[1]}
+  set -o pipefail
+  [ "$status" = 0 ] || { echo "mnemo scrub failed ($status): $(cat "$OUT/rss.err")" >&2; exit 1; }
   t1=$(date +%s.%N)
   kb=$(tail -1 "$OUT/rss.time")
   n=$(grep -o '^[0-9]* redaction' "$OUT/rss.err" | grep -o '^[0-9]*' || echo "?")

@@ -30,7 +30,7 @@ pub(crate) struct Engine {
     /// unanchored start state, walked by [`Engine::keyword_hits`]; faster on
     /// long inputs but costly to build, so built on the first haystack of
     /// [`DFA_MIN_HAYSTACK`] bytes or more.
-    laned: OnceLock<Option<(DFA, StateID)>>,
+    laned: OnceLock<Option<Table>>,
     /// Bytes scanned so far by this engine: many short haystacks (a tree of
     /// small files) pay for the DFA as one long one does.
     scanned: AtomicUsize,
@@ -75,7 +75,7 @@ const LANES: usize = 4;
 /// state, which puts it in the exact state of a whole-haystack walk by
 /// its first reported byte (the state only depends on that many bytes);
 /// it reports only the hits that end inside its own part.
-fn keyword_hits(dfa: &DFA, start: StateID, hay: &[u8], from: usize, to: usize, walk: &mut Walk) {
+fn keyword_hits(t: &Table, hay: &[u8], from: usize, to: usize, walk: &mut Walk) {
     for lane in &mut walk.lanes {
         lane.clear();
     }
@@ -83,18 +83,19 @@ fn keyword_hits(dfa: &DFA, start: StateID, hay: &[u8], from: usize, to: usize, w
     if from >= to {
         return;
     }
+    let start = t.start;
     if to - from < SPLIT_MIN {
         let mut s = start;
-        let first = from.saturating_sub(dfa.max_pattern_len());
+        let first = from.saturating_sub(t.dfa.max_pattern_len());
         for (i, &b) in hay.get(first..to).unwrap_or_default().iter().enumerate() {
-            s = dfa.next_state(AcAnchored::No, s, b);
-            if dfa.is_special(s) && dfa.is_match(s) {
-                walk.record(dfa, 0, s, first + i + 1, from);
+            s = t.next(s, b);
+            if t.is_match(s) {
+                walk.record(t, 0, s, first + i + 1, from);
             }
         }
         return;
     }
-    let ov = dfa.max_pattern_len();
+    let ov = t.dfa.max_pattern_len();
     let part = (to - from).div_ceil(LANES);
     // lane k reports ends in (lo[k], hi[k]] and walks from pos[k]
     let mut lo = [0usize; LANES];
@@ -113,13 +114,13 @@ fn keyword_hits(dfa: &DFA, start: StateID, hay: &[u8], from: usize, to: usize, w
     let mut sid = [start; LANES];
     let mut i = 0usize;
     while i < common {
-        let (next, special) = run_lanes(dfa, &mut sid, lanes, i);
+        let (next, special) = run_lanes(t, &mut sid, lanes, i);
         i = next;
         if special {
             // the states after byte `i - 1` of each lane
             for (k, &s) in sid.iter().enumerate() {
-                if dfa.is_special(s) && dfa.is_match(s) {
-                    walk.record(dfa, k, s, pos[k] + i, lo[k]);
+                if t.is_match(s) {
+                    walk.record(t, k, s, pos[k] + i, lo[k]);
                 }
             }
         }
@@ -128,9 +129,9 @@ fn keyword_hits(dfa: &DFA, start: StateID, hay: &[u8], from: usize, to: usize, w
         let mut s = sid[k];
         let tail = hay.get(pos[k] + common..hi[k]).unwrap_or_default();
         for (i, &b) in tail.iter().enumerate() {
-            s = dfa.next_state(AcAnchored::No, s, b);
-            if dfa.is_special(s) && dfa.is_match(s) {
-                walk.record(dfa, k, s, pos[k] + common + i + 1, lo[k]);
+            s = t.next(s, b);
+            if t.is_match(s) {
+                walk.record(t, k, s, pos[k] + common + i + 1, lo[k]);
             }
         }
     }
@@ -142,8 +143,8 @@ fn keyword_hits(dfa: &DFA, start: StateID, hay: &[u8], from: usize, to: usize, w
 /// from the match handling so that the loop's state stays in registers.
 #[inline(never)]
 fn run_lanes(
-    dfa: &DFA,
-    sid: &mut [StateID; LANES],
+    t: &Table,
+    sid: &mut [u32; LANES],
     lanes: [&[u8]; LANES],
     from: usize,
 ) -> (usize, bool) {
@@ -160,18 +161,141 @@ fn run_lanes(
         .zip(l2.get(from..).unwrap_or_default())
         .zip(l3.get(from..).unwrap_or_default());
     for (i, (((&b0, &b1), &b2), &b3)) in it.enumerate() {
-        s0 = dfa.next_state(AcAnchored::No, s0, b0);
-        s1 = dfa.next_state(AcAnchored::No, s1, b1);
-        s2 = dfa.next_state(AcAnchored::No, s2, b2);
-        s3 = dfa.next_state(AcAnchored::No, s3, b3);
-        // special states have the smallest ids
-        if dfa.is_special(s0.min(s1).min(s2.min(s3))) {
+        s0 = t.next(s0, b0);
+        s1 = t.next(s1, b1);
+        s2 = t.next(s2, b2);
+        s3 = t.next(s3, b3);
+        // match states have the smallest ids
+        if t.is_match(s0.min(s1).min(s2.min(s3))) {
             stop = (from + i + 1, true);
             break;
         }
     }
     *sid = [s0, s1, s2, s3];
     stop
+}
+
+/// Entries of [`Table::trans`]: a power of two, so that a masked index needs
+/// no bounds check (1 MiB of `u32`; the built-in keywords need ~180 K).
+const TABLE_LEN: usize = 1 << 18;
+
+/// The keyword DFA as our own transition table: the same states as
+/// aho-corasick's DFA (all those reachable from its unanchored start), match
+/// states numbered first, ids premultiplied by the stride, bytes mapped to
+/// classes (a class per keyword byte, ASCII case folded, one for all other
+/// bytes). `next` is one class load, one add, one mask and one table load.
+#[derive(Debug)]
+pub(crate) struct Table {
+    dfa: DFA,
+    start: u32,
+    trans: Box<[u32; TABLE_LEN]>,
+    classes: [u8; 256],
+    /// ids below this are match states
+    match_lim: u32,
+    /// log2 of the stride
+    shift: u32,
+    /// state number (id >> shift) -> the DFA's state
+    theirs: Vec<StateID>,
+}
+
+impl Table {
+    /// None when the states do not fit [`TABLE_LEN`] (then the NFA runs).
+    fn new(dfa: DFA, keywords: &[String]) -> Option<Table> {
+        let mut classes = [0u8; 256];
+        let mut reps: Vec<u8> = Vec::new();
+        let mut n = 1usize;
+        for k in keywords {
+            for b in k.bytes().map(|b| b.to_ascii_lowercase()) {
+                if classes[usize::from(b)] == 0 {
+                    let c = u8::try_from(n).ok()?;
+                    classes[usize::from(b)] = c;
+                    classes[usize::from(b.to_ascii_uppercase())] = c;
+                    reps.push(b);
+                    n += 1;
+                }
+            }
+        }
+        // class 0: a byte of no keyword (if there is one)
+        let other = (0..=255u8).find(|&b| classes[usize::from(b)] == 0);
+        let stride = n.next_power_of_two();
+        let shift = stride.trailing_zeros();
+        let start = dfa.start_state(AcAnchored::No).ok()?;
+        // the DFA's state ids are small integers (offsets into its table):
+        // a flat map from them, `UNSEEN` where not reached
+        const UNSEEN: u32 = u32::MAX;
+        let mut slot: Vec<u32> = Vec::new();
+        let mark = |slot: &mut Vec<u32>, s: StateID| -> bool {
+            let i = s.as_usize();
+            if slot.len() <= i {
+                slot.resize(i + 1, UNSEEN);
+            }
+            let fresh = slot.get(i) == Some(&UNSEEN);
+            if let Some(v) = slot.get_mut(i) {
+                *v = 0;
+            }
+            fresh
+        };
+        let mut order = vec![start];
+        mark(&mut slot, start);
+        let mut i = 0;
+        while let Some(&s) = order.get(i) {
+            i += 1;
+            for b in other.into_iter().chain(reps.iter().copied()) {
+                let t = dfa.next_state(AcAnchored::No, s, b);
+                if mark(&mut slot, t) {
+                    order.push(t);
+                }
+            }
+            if order.len().saturating_mul(stride) > TABLE_LEN {
+                return None;
+            }
+        }
+        let is_match = |s: StateID| dfa.is_special(s) && dfa.is_match(s);
+        let theirs: Vec<StateID> = order
+            .iter()
+            .copied()
+            .filter(|&s| is_match(s))
+            .chain(order.iter().copied().filter(|&s| !is_match(s)))
+            .collect();
+        let n_match = theirs.iter().filter(|&&s| is_match(s)).count();
+        for (i, &s) in theirs.iter().enumerate() {
+            *slot.get_mut(s.as_usize())? = u32::try_from(i << shift).ok()?;
+        }
+        let id = |s: StateID| slot.get(s.as_usize()).copied().filter(|&v| v != UNSEEN);
+        let mut trans: Box<[u32; TABLE_LEN]> =
+            vec![0u32; TABLE_LEN].into_boxed_slice().try_into().ok()?;
+        for (i, &s) in theirs.iter().enumerate() {
+            let row = i << shift;
+            for (c, b) in other
+                .map(|b| (0usize, b))
+                .into_iter()
+                .chain(reps.iter().enumerate().map(|(c, &b)| (c + 1, b)))
+            {
+                let t = dfa.next_state(AcAnchored::No, s, b);
+                *trans.get_mut(row + c)? = id(t)?;
+            }
+        }
+        Some(Table {
+            start: id(start)?,
+            match_lim: u32::try_from(n_match << shift).ok()?,
+            dfa,
+            trans,
+            classes,
+            shift,
+            theirs,
+        })
+    }
+
+    #[inline(always)]
+    fn next(&self, s: u32, b: u8) -> u32 {
+        let i = s as usize + usize::from(self.classes[usize::from(b)]);
+        self.trans[i & (TABLE_LEN - 1)]
+    }
+
+    #[inline(always)]
+    fn is_match(&self, s: u32) -> bool {
+        s < self.match_lim
+    }
 }
 
 /// Per-rule progress of one scan and its candidates.
@@ -201,18 +325,15 @@ impl Walk {
     /// Records the matches of match state `s` ending at `end`, when `end`
     /// lies in lane `k`'s own part (after `lo`).
     #[inline]
-    fn record(
-        &mut self,
-        dfa: &DFA,
-        k: usize,
-        s: aho_corasick::automaton::StateID,
-        end: usize,
-        lo: usize,
-    ) {
+    fn record(&mut self, t: &Table, k: usize, s: u32, end: usize, lo: usize) {
         if end <= lo {
             return;
         }
         let Some(lane) = self.lanes.get_mut(k) else {
+            return;
+        };
+        let dfa = &t.dfa;
+        let Some(&s) = t.theirs.get((s >> t.shift) as usize) else {
             return;
         };
         for i in 0..dfa.match_len(s) {
@@ -269,12 +390,12 @@ impl Engine {
             found: Found::default(),
         };
         match self.laned(hay.len()) {
-            Some((dfa, start)) => {
+            Some(table) => {
                 let mut walk = Walk::default();
                 let mut block_start = 0usize;
                 while block_start < hay.len() {
                     let block_end = block_start.saturating_add(BLOCK).min(hay.len());
-                    keyword_hits(dfa, *start, hay, block_start, block_end, &mut walk);
+                    keyword_hits(table, hay, block_start, block_end, &mut walk);
                     for &hit in walk.hits() {
                         self.on_hit(rules, hay, &markers, hit, &mut scan);
                     }
@@ -341,7 +462,7 @@ impl Engine {
 
     /// The DFA walk for a haystack of `len` bytes (none for short ones, or
     /// when the DFA cannot be built: then the NFA runs).
-    fn laned(&self, len: usize) -> Option<&(DFA, StateID)> {
+    fn laned(&self, len: usize) -> Option<&Table> {
         let before = self.scanned.fetch_add(len, Ordering::Relaxed);
         if len < DFA_MIN_HAYSTACK && before.saturating_add(len) < DFA_MIN_HAYSTACK {
             return None;
@@ -355,8 +476,7 @@ impl Engine {
                     .prefilter(false)
                     .build(&self.keywords)
                     .ok()?;
-                let start = dfa.start_state(AcAnchored::No).ok()?;
-                Some((dfa, start))
+                Table::new(dfa, &self.keywords)
             })
             .as_ref()
     }
@@ -849,8 +969,8 @@ mod tests {
         let mut from = 0;
         while from < hay.len() {
             let to = from.saturating_add(block).min(hay.len());
-            let (dfa, start) = engine.laned(usize::MAX).unwrap();
-            keyword_hits(dfa, *start, hay, from, to, &mut walk);
+            let table = engine.laned(usize::MAX).unwrap();
+            keyword_hits(table, hay, from, to, &mut walk);
             all.extend(walk.hits().copied());
             from = to;
         }
