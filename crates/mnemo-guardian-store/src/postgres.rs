@@ -673,6 +673,9 @@ impl SessionStore for PostgresStore {
         }
         Ok(())
     }
+    fn wants_marks_ahead(&self) -> bool {
+        true
+    }
     fn expect_marks(
         &mut self,
         session: &str,
