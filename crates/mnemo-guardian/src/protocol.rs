@@ -971,17 +971,22 @@ impl<S: SessionStore> Guardian<S> {
     /// entry): lets an adapter see whether a second look at a transcript
     /// the host is still writing is worth its wait.
     pub fn dry_pre_compact_from_host(&mut self, host: &HostCompaction<'_>) -> Decision {
-        let known = self.known_lineage(host.session_id);
+        let known = self.known_lineage(host);
         self.decide_host(host, &known)
     }
 
-    /// What earlier compactions of the session recorded (their summaries'
-    /// lineage); a store that cannot say leaves lineage unknown.
-    fn known_lineage(&mut self, session: &str) -> Vec<Provenance> {
-        match self.store.steps(session) {
-            Ok(steps) => steps.into_iter().flat_map(|s| s.provenance).collect(),
-            Err(_) => Vec::new(),
-        }
+    /// The recorded nodes the lineage of `host`'s entries reaches (earlier
+    /// compactions' summaries and what they derive from), looked up
+    /// through the store's index one level at a time instead of reading
+    /// every step; a store that cannot say leaves lineage unknown.
+    fn known_lineage(&mut self, host: &HostCompaction<'_>) -> Vec<Provenance> {
+        crate::precompact::recorded_lineage(
+            &mut self.store,
+            &self.policy,
+            host.session_id,
+            host.entries.iter().chain(host.after),
+        )
+        .unwrap_or_default()
     }
 
     /// A host's compaction (the Claude Code and Codex hooks): the region's
@@ -1040,7 +1045,7 @@ impl<S: SessionStore> Guardian<S> {
             let d = self.decide_host(host, &[]);
             return (d, Err(e.into()));
         }
-        let known = self.known_lineage(host.session_id);
+        let known = self.known_lineage(host);
         let d = self.decide_host(host, &known);
         // An allowed compaction keeps what it judged, so that the
         // postCompact can give the summary its lineage.
