@@ -340,6 +340,10 @@ pub struct PostgresStore {
     pg: Pg,
     stmts: Arc<Stmts>,
     in_tx: bool,
+    /// The open transaction's BEGIN is not sent yet: it goes with its
+    /// first statement (one trip to the connection fewer), and a unit of
+    /// work that sent nothing ends without a trip at all.
+    begin_unsent: bool,
     /// A statement of the open transaction failed: PostgreSQL has aborted
     /// it, and its COMMIT would silently roll back.
     failed: bool,
@@ -450,6 +454,7 @@ impl PostgresStore {
             pg,
             stmts: Arc::new(stmts),
             in_tx: false,
+            begin_unsent: false,
             failed: false,
             locked: HashMap::new(),
             expected: HashMap::new(),
@@ -499,10 +504,11 @@ impl PostgresStore {
         let expect =
             (!own_tx && need_lock).then(|| self.expected.remove(session).unwrap_or_default());
         let pending = std::mem::take(&mut self.pending);
+        let begin = own_tx || std::mem::take(&mut self.begin_unsent);
         let out = self
             .pg
             .call(move |c| {
-                if own_tx {
+                if begin {
                     c.batch_execute("BEGIN").map_err(pgerr)?;
                 }
                 let run = |c: &mut Client| {
@@ -592,6 +598,10 @@ impl PostgresStore {
         self.locked.clear();
         self.expected.clear();
         let pending = std::mem::take(&mut self.pending);
+        if std::mem::take(&mut self.begin_unsent) {
+            // Nothing was sent: there is no transaction to end.
+            return Ok(());
+        }
         let st = Arc::clone(&self.stmts);
         self.pg
             .call(move |c| {
@@ -626,11 +636,8 @@ impl PostgresStore {
 impl SessionStore for PostgresStore {
     fn begin(&mut self) -> Result<(), StoreError> {
         if !self.in_tx {
-            self.pg
-                .call(|c| c.batch_execute("BEGIN"))
-                .map_err(db)?
-                .map_err(pgerr)?;
             self.in_tx = true;
+            self.begin_unsent = true;
             self.failed = false;
             self.locked.clear();
             self.pending = Pending::default();
@@ -665,6 +672,9 @@ impl SessionStore for PostgresStore {
             self.lock(s)?;
         }
         Ok(())
+    }
+    fn wants_marks_ahead(&self) -> bool {
+        true
     }
     fn expect_marks(
         &mut self,

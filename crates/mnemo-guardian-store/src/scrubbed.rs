@@ -128,6 +128,9 @@ impl<S: SessionStore> SessionStore for Scrubbed<S> {
         // A look-up writes nothing; the marks themselves are checked.
         self.inner.expect_marks(session, request_ids, nonces)
     }
+    fn wants_marks_ahead(&self) -> bool {
+        self.inner.wants_marks_ahead()
+    }
     fn handshake(&mut self, session: &str) -> Result<Option<SessionHandshake>, StoreError> {
         self.inner.handshake(session)
     }

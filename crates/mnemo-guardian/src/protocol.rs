@@ -435,7 +435,7 @@ impl<S: SessionStore> Guardian<S> {
         // The replay marks the batch will ask for, per session: a store
         // that pays a round trip per statement reads them with the lock.
         let mut marks: BTreeMap<&str, (Vec<&str>, Vec<&str>)> = BTreeMap::new();
-        for r in reqs {
+        for r in reqs.iter().filter(|_| self.store.wants_marks_ahead()) {
             let Some(session) = r
                 .pointer("/params/metadata/session_id")
                 .and_then(Value::as_str)
