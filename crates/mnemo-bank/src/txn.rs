@@ -379,6 +379,10 @@ fn rel_of(bank: &Bank, p: &Path) -> String {
 /// own lines) become CRLF too; a file with mixed or LF endings is left to
 /// its LF lines.
 pub fn match_line_endings(old: &str, new: String) -> String {
+    // A file with no `\r` at all (memchr) is LF: no substring count over it.
+    if !old.contains('\r') {
+        return new;
+    }
     let crlf = old.matches("\r\n").count();
     if crlf == 0 || crlf != old.matches('\n').count() {
         return new;

@@ -127,7 +127,19 @@ pub fn marker(key: &EntryKey, hash: &str) -> String {
 
 /// Reads the marker of a `## Completed Phases` line: key and hash.
 pub fn parse_marker(line: &str) -> Option<(EntryKey, String)> {
-    let start = line.find("<!-- mnemo:key=")? + "<!-- mnemo:key=".len();
+    const MARK: &str = "<!-- mnemo:key=";
+    // Every line of a bank's Completed Phases passes through here (twice a
+    // gate): a byte scan for `<` (memchr) and a prefix check, rather than a
+    // substring searcher built for each line.
+    let mut from = 0;
+    let at = loop {
+        let i = from + line.get(from..)?.find('<')?;
+        if line[i..].starts_with(MARK) {
+            break i;
+        }
+        from = i + 1;
+    };
+    let start = at + MARK.len();
     let rest = &line[start..];
     let end = rest.find("-->")?;
     let inner = rest[..end].trim();
@@ -681,6 +693,11 @@ mod tests {
         let (k2, h) = parse_marker(&format!("- text {m}")).unwrap();
         assert_eq!((k2, h.as_str()), (k, "0123456789abcdef"));
         assert!(parse_marker("no marker").is_none());
+        // `<` before the marker (placeholders, comparisons) and after it.
+        let (k3, _) = parse_marker(&format!("- GET /a/<id> when n < 3 <b> {m} <")).unwrap();
+        assert_eq!(k3, EntryKey::new("2026-06-20", "2 a", "Hermes"));
+        assert!(parse_marker("- a <id> <!-- other --> <").is_none());
+        assert!(parse_marker("<").is_none());
         assert!(parse_marker("<!-- mnemo:key=a|b|c hash=zz -->").is_none());
     }
 }
