@@ -486,17 +486,18 @@ fn gates_report(text: Option<&str>, clean: &dyn Fn(&str) -> String) -> GatesRepo
         return GatesReport::default();
     };
     let parsed = gatelog::parse_clean(text, clean);
-    let mut last: BTreeMap<&str, u64> = BTreeMap::new();
     let mut replaced = vec![None; parsed.records.len()];
-    for (i, r) in parsed.records.iter().enumerate().rev() {
-        replaced[i] = last.get(r.phase.as_str()).copied();
-        last.insert(r.phase.as_str(), r.seq);
+    {
+        let mut last: BTreeMap<&str, u64> = BTreeMap::new();
+        for (i, r) in parsed.records.iter().enumerate().rev() {
+            replaced[i] = last.get(r.phase.as_str()).copied();
+            last.insert(r.phase.as_str(), r.seq);
+        }
     }
     GatesReport {
         gates: parsed
             .records
-            .iter()
-            .cloned()
+            .into_iter()
             .zip(replaced)
             .map(|(record, replaced_by)| GateReport {
                 record,
