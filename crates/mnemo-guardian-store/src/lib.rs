@@ -23,6 +23,7 @@
 //! transaction.
 
 mod decode;
+mod keywords;
 pub mod open;
 pub mod postgres;
 pub mod read;

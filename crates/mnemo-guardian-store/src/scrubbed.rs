@@ -11,8 +11,16 @@
 //! checks and lineage, so a secret in one of them is refused: the write
 //! fails with [`SecretRefused`] (a store error, which the Guardian answers
 //! as an error) and nothing is kept. When the scrubber's rules cannot be
-//! loaded every write is refused (fail closed).
+//! loaded every write that needs them is refused (fail closed).
+//!
+//! Most strings never need the scrubber: it finds a secret only where one
+//! of its rules' keywords occurs, so a string without any (a UUID, a
+//! method name, most chain entries) is checked by a keyword scan alone
+//! ([`crate::keywords`]) and the scrubber is built, once per process, only
+//! for a string that holds a keyword. Every string is still checked on its
+//! own, exactly as before.
 
+use crate::keywords::may_hold_secret;
 use mnemo_guardian::chain::Hash;
 use mnemo_guardian::model::{Origin, Provenance};
 use mnemo_guardian::store::{
@@ -59,6 +67,9 @@ fn scrubber() -> Result<&'static Scrubber, StoreError> {
 
 /// Refuses `text` when the scrubber finds anything in it.
 fn refuse(field: &'static str, text: &str) -> Result<(), StoreError> {
+    if !may_hold_secret(text) {
+        return Ok(());
+    }
     let found = scrubber()?.find(text);
     if found.is_empty() {
         return Ok(());
@@ -76,15 +87,14 @@ fn refuse(field: &'static str, text: &str) -> Result<(), StoreError> {
 fn clean_step(step: &StepRecord) -> Result<StepRecord, StoreError> {
     refuse("a step id", &step.step_id)?;
     refuse("a method name", &step.method)?;
-    let scrubber = scrubber()?;
     let mut out = step.clone();
     for p in &mut out.provenance {
         refuse("a provenance id", &p.provenance_id)?;
         for d in &p.derived_from {
             refuse("a provenance id in derived_from", d)?;
         }
-        if let Some(src) = &p.source_id {
-            let s = scrubber.scrub(src);
+        if let Some(src) = p.source_id.as_deref().filter(|s| may_hold_secret(s)) {
+            let s = scrubber()?.scrub(src);
             if !s.redactions.is_empty() {
                 p.source_id = Some(s.text);
             }
@@ -108,6 +118,15 @@ impl<S: SessionStore> SessionStore for Scrubbed<S> {
     }
     fn lock_sessions(&mut self, sessions: &[&str]) -> Result<(), StoreError> {
         self.inner.lock_sessions(sessions)
+    }
+    fn expect_marks(
+        &mut self,
+        session: &str,
+        request_ids: &[&str],
+        nonces: &[&str],
+    ) -> Result<(), StoreError> {
+        // A look-up writes nothing; the marks themselves are checked.
+        self.inner.expect_marks(session, request_ids, nonces)
     }
     fn handshake(&mut self, session: &str) -> Result<Option<SessionHandshake>, StoreError> {
         self.inner.handshake(session)
@@ -255,6 +274,106 @@ mod tests {
         assert!(
             s.mark_request("0b6e3c1e-4a59-4c1f-9e57-2f4a8d7c9b10", "req-2", 0)
                 .is_ok()
+        );
+    }
+
+    /// The keyword pre-check lets no secret through: a secret-looking id
+    /// among a thousand clean ones is refused wherever it comes, and an id
+    /// that only holds a keyword goes to the scrubber and passes.
+    #[test]
+    fn a_secret_looking_id_is_still_refused_after_the_pre_check() {
+        use mnemo_acs::model::Verdict;
+        let mut s = Scrubbed::new(MemoryStore::new());
+        let clean: Vec<String> = (0..1000)
+            .map(|i| format!("00000000-0000-4000-8000-{i:012}"))
+            .collect();
+        let mut entries = clean.clone();
+        entries.insert(500, format!("tool-{PAT}"));
+        let rec = |entries: Vec<String>| CompactionRecord {
+            step_id: "req-1".into(),
+            entries,
+            verdict: Verdict::Deny,
+            reasoning: None,
+            reason_codes: Vec::new(),
+        };
+        let err = s
+            .record_compaction("sess-1", &rec(entries))
+            .err()
+            .map(|e| e.to_string());
+        assert!(
+            err.as_deref()
+                .is_some_and(|e| e.contains("entries_to_compact") && e.contains("github-pat")),
+            "{err:?}"
+        );
+        assert!(
+            s.last_compaction("sess-1")
+                .unwrap_or_else(|e| panic!("{e}"))
+                .is_none()
+        );
+        // a hex id holding a keyword ("eaa") is checked by the scrubber, and passes
+        let mut ok = clean.clone();
+        ok.push("0b6e3c1e-4eaa-4c1f-9e57-2f4a8d7c9b10".into());
+        assert!(s.record_compaction("sess-1", &rec(ok)).is_ok());
+
+        let secret_step = |step_id: &str, method: &str, pid: &str, from: &str| StepRecord {
+            seq: 2,
+            step_id: step_id.into(),
+            method: method.into(),
+            provenance: vec![Provenance {
+                provenance_id: pid.into(),
+                origin: Origin::ToolOutput,
+                source_id: Some("Bash".into()),
+                derived_from: vec![from.into()],
+            }],
+        };
+        for (step, field) in [
+            (secret_step(PAT, "steps/toolResult", "p", "q"), "step id"),
+            (secret_step("r", PAT, "p", "q"), "method name"),
+            (
+                secret_step("r", "steps/toolResult", PAT, "q"),
+                "provenance id",
+            ),
+            (
+                secret_step("r", "steps/toolResult", "p", PAT),
+                "derived_from",
+            ),
+        ] {
+            let err = s.record_step("sess-1", &step).err().map(|e| e.to_string());
+            assert!(
+                err.as_deref().is_some_and(|e| e.contains(field)),
+                "{field}: {err:?}"
+            );
+        }
+        let err = s
+            .append_chain("sess-1", 1, &format!("{{\"nonce\":\"{PAT}\"}}"), &[0u8; 32])
+            .err()
+            .map(|e| e.to_string());
+        assert!(
+            err.as_deref().is_some_and(|e| e.contains("chain entry")),
+            "{err:?}"
+        );
+        assert!(
+            s.chain_head("sess-1")
+                .unwrap_or_else(|e| panic!("{e}"))
+                .is_none()
+        );
+        let err = s.mark_nonce("sess-1", PAT, 0).err().map(|e| e.to_string());
+        assert!(
+            err.as_deref().is_some_and(|e| e.contains("nonce")),
+            "{err:?}"
+        );
+        let err = s
+            .count_turn_call("sess-1", &format!("turn-{PAT}"), "b")
+            .err()
+            .map(|e| e.to_string());
+        assert!(
+            err.as_deref().is_some_and(|e| e.contains("turn id")),
+            "{err:?}"
+        );
+        assert!(
+            s.steps("sess-1")
+                .unwrap_or_else(|e| panic!("{e}"))
+                .is_empty()
         );
     }
 }

@@ -237,6 +237,64 @@ impl<'p> Lineage<'p> {
     }
 }
 
+/// The recorded nodes that the lineage of `entries` reaches, for a
+/// decision whose region comes from a host's transcript
+/// ([`crate::decide::decide_compaction`] with these as `known`): the
+/// same decision as with every recorded node as `known`, reading only
+/// these. An id resolves to the entries' own node when they carry one
+/// (they win over recorded nodes), else to the latest recorded node
+/// ([`SessionStore::latest_nodes`], one look-up per lineage level); a node
+/// whose trust is fixed by its origin is not followed.
+pub fn recorded_lineage<'e, S: SessionStore + ?Sized>(
+    store: &mut S,
+    policy: &Policy,
+    session: &str,
+    entries: impl Iterator<Item = &'e EntryProvenance> + Clone,
+) -> Result<Vec<Provenance>, StoreError> {
+    let local: HashMap<&str, &Provenance> = entries
+        .clone()
+        .flat_map(|e| e.provenance.iter())
+        .map(|p| (p.provenance_id.as_str(), p))
+        .collect();
+    let mut queued: HashSet<String> = HashSet::new();
+    let mut frontier: Vec<String> = Vec::new();
+    let push = |p: &Provenance, frontier: &mut Vec<String>, queued: &mut HashSet<String>| {
+        if policy
+            .fixed_trust(p.origin, p.source_id.as_deref())
+            .is_some()
+        {
+            return;
+        }
+        for id in &p.derived_from {
+            if queued.insert(id.clone()) {
+                frontier.push(id.clone());
+            }
+        }
+    };
+    for p in entries.flat_map(|e| e.provenance.iter()) {
+        push(p, &mut frontier, &mut queued);
+    }
+    let mut known = Vec::new();
+    while !frontier.is_empty() {
+        let mut ask: Vec<String> = Vec::new();
+        while let Some(id) = frontier.pop() {
+            match local.get(id.as_str()) {
+                Some(p) => push(p, &mut frontier, &mut queued),
+                None => ask.push(id),
+            }
+        }
+        if ask.is_empty() {
+            break;
+        }
+        let ids: Vec<&str> = ask.iter().map(String::as_str).collect();
+        for (_, p) in store.latest_nodes(session, &ids)? {
+            push(&p, &mut frontier, &mut queued);
+            known.push(p);
+        }
+    }
+    Ok(known)
+}
+
 /// The decision of [`decide_pre_compact_full_scan`], reading only what it
 /// needs through the store's indexes.
 pub fn decide_pre_compact<S: SessionStore + ?Sized>(

@@ -16,7 +16,7 @@ use crate::validate::{self, ValidationError};
 use mnemo_acs::sign::{self, SignatureError};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 pub use mnemo_acs::sign::{base64_decode, base64_encode, session_key};
 
@@ -432,7 +432,28 @@ impl<S: SessionStore> Guardian<S> {
             .collect();
         sessions.sort_unstable();
         sessions.dedup();
-        if let Err(e) = self.store.lock_sessions(&sessions) {
+        // The replay marks the batch will ask for, per session: a store
+        // that pays a round trip per statement reads them with the lock.
+        let mut marks: BTreeMap<&str, (Vec<&str>, Vec<&str>)> = BTreeMap::new();
+        for r in reqs {
+            let Some(session) = r
+                .pointer("/params/metadata/session_id")
+                .and_then(Value::as_str)
+            else {
+                continue;
+            };
+            let (ids, nonces) = marks.entry(session).or_default();
+            if let Some(id) = r.pointer("/params/request_id").and_then(Value::as_str) {
+                ids.push(id);
+            }
+            if let Some(n) = r.pointer("/params/nonce").and_then(Value::as_str) {
+                nonces.push(n);
+            }
+        }
+        let announced = marks
+            .iter()
+            .try_for_each(|(s, (ids, nonces))| self.store.expect_marks(s, ids, nonces));
+        if let Err(e) = announced.and_then(|()| self.store.lock_sessions(&sessions)) {
             let _ = self.store.rollback();
             let e: RpcError = e.into();
             return ids.into_iter().map(|id| error_response(id, &e)).collect();
@@ -950,17 +971,22 @@ impl<S: SessionStore> Guardian<S> {
     /// entry): lets an adapter see whether a second look at a transcript
     /// the host is still writing is worth its wait.
     pub fn dry_pre_compact_from_host(&mut self, host: &HostCompaction<'_>) -> Decision {
-        let known = self.known_lineage(host.session_id);
+        let known = self.known_lineage(host);
         self.decide_host(host, &known)
     }
 
-    /// What earlier compactions of the session recorded (their summaries'
-    /// lineage); a store that cannot say leaves lineage unknown.
-    fn known_lineage(&mut self, session: &str) -> Vec<Provenance> {
-        match self.store.steps(session) {
-            Ok(steps) => steps.into_iter().flat_map(|s| s.provenance).collect(),
-            Err(_) => Vec::new(),
-        }
+    /// The recorded nodes the lineage of `host`'s entries reaches (earlier
+    /// compactions' summaries and what they derive from), looked up
+    /// through the store's index one level at a time instead of reading
+    /// every step; a store that cannot say leaves lineage unknown.
+    fn known_lineage(&mut self, host: &HostCompaction<'_>) -> Vec<Provenance> {
+        crate::precompact::recorded_lineage(
+            &mut self.store,
+            &self.policy,
+            host.session_id,
+            host.entries.iter().chain(host.after),
+        )
+        .unwrap_or_default()
     }
 
     /// A host's compaction (the Claude Code and Codex hooks): the region's
@@ -1019,7 +1045,7 @@ impl<S: SessionStore> Guardian<S> {
             let d = self.decide_host(host, &[]);
             return (d, Err(e.into()));
         }
-        let known = self.known_lineage(host.session_id);
+        let known = self.known_lineage(host);
         let d = self.decide_host(host, &known);
         // An allowed compaction keeps what it judged, so that the
         // postCompact can give the summary its lineage.

@@ -3,8 +3,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use mnemo_guardian::chain::Hash;
+use mnemo_guardian::decide::{CompactionInput, EntryProvenance, decide_compaction};
 use mnemo_guardian::model::{PreCompact, Provenance, ProvenanceSummary, summarize};
-use mnemo_guardian::precompact::{decide_pre_compact, decide_pre_compact_full_scan};
+use mnemo_guardian::precompact::{
+    decide_pre_compact, decide_pre_compact_full_scan, recorded_lineage,
+};
 use mnemo_guardian::store::{CompactionRecord, SessionHandshake, StepRecord, StoreError};
 use mnemo_guardian::{MemoryStore, Origin, Policy, SessionStore, Trigger};
 use proptest::prelude::*;
@@ -140,6 +143,61 @@ proptest! {
         prop_assert_eq!(&got, &want);
         let got = decide_pre_compact(&mut plain, &policy, "sess", &pc).unwrap();
         prop_assert_eq!(&got, &want);
+    }
+}
+
+fn host_entries() -> impl Strategy<Value = Vec<EntryProvenance>> {
+    prop::collection::vec(prop::collection::vec(node(), 0..3), 0..6).prop_map(|v| {
+        v.into_iter()
+            .enumerate()
+            .map(|(i, provenance)| EntryProvenance {
+                step_id: format!("line-{i}"),
+                provenance,
+            })
+            .collect()
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    /// A host's compaction (entries from its transcript) decided with only
+    /// the recorded nodes its lineage reaches, looked up through the
+    /// index, equals the decision with every recorded node known.
+    #[test]
+    fn host_lineage_through_the_index_equals_every_node_known(
+        steps in steps(),
+        entries in host_entries(),
+        after in host_entries(),
+        manual in any::<bool>(),
+        pol in 0..POLICIES.len(),
+    ) {
+        let policy = Policy::from_toml(POLICIES[pol]).expect("test policy parses");
+        let trigger = if manual { Trigger::Manual } else { Trigger::SizeThreshold };
+        let all: Vec<Provenance> = steps.iter().flat_map(|s| s.provenance.clone()).collect();
+        let input = |known: &[Provenance]| -> mnemo_guardian::decide::Decision {
+            decide_compaction(&policy, &CompactionInput {
+                entries: &entries,
+                after: &after,
+                known,
+                trigger,
+                estimated_input_tokens: None,
+                target_summary_tokens: None,
+            })
+        };
+        let want = input(&all);
+        let mut mem = MemoryStore::new();
+        let mut plain = Plain::default();
+        for s in &steps {
+            mem.record_step("sess", s).unwrap();
+            plain.record_step("sess", s).unwrap();
+            mem.record_step("other", &StepRecord { step_id: "s1".into(), ..s.clone() }).unwrap();
+        }
+        let known = recorded_lineage(&mut mem, &policy, "sess", entries.iter().chain(&after)).unwrap();
+        prop_assert!(known.len() <= all.len());
+        prop_assert_eq!(&input(&known), &want);
+        let known = recorded_lineage(&mut plain, &policy, "sess", entries.iter().chain(&after)).unwrap();
+        prop_assert_eq!(&input(&known), &want);
     }
 }
 

@@ -1,0 +1,394 @@
+//! A pre-check that cannot miss: whether a string contains any keyword of
+//! the built-in scrubber rules.
+//!
+//! The scrubber finds a secret only where one of its rules' prefilter
+//! keywords occurs (ASCII-case-insensitively): its scan starts every rule
+//! at a keyword hit and nowhere else (`mnemo-scrub`'s engine). So a string
+//! in which no keyword occurs has no finding, and the store wrapper need
+//! not build the scrubber for it. Building the scrubber parses its whole
+//! rule file; this index reads only the `keywords = [...]` lines of the same
+//! file ([`mnemo_scrub::DEFAULT_RULES_TOML`]), once per process.
+//!
+//! Reading those lines is deliberately strict: any line it does not
+//! understand (another string syntax, an escape other than `\"` and `\\`,
+//! a keyword shorter than two bytes, a rule without its one `keywords`
+//! line) gives no index, and then every string goes to the scrubber. The
+//! tests check that the keywords read here are exactly the scrubber's.
+
+use std::sync::OnceLock;
+
+/// The keywords, lowercased, sorted, with a bitmap of their first two bytes.
+#[derive(Debug)]
+pub(crate) struct KeywordIndex {
+    /// Sorted, deduplicated, lowercase.
+    words: Vec<Vec<u8>>,
+    /// Bit `(a << 8) | b` is set when some keyword starts with bytes `a b`.
+    pairs: Box<[u64; 1024]>,
+    /// Whether some keyword starts with the byte (either ASCII case).
+    first: [bool; 256],
+}
+
+static INDEX: OnceLock<Option<KeywordIndex>> = OnceLock::new();
+
+/// The index of the built-in rules (`None`: the rule file's keyword lines
+/// could not be read strictly; then nothing may skip the scrubber).
+pub(crate) fn default_index() -> Option<&'static KeywordIndex> {
+    INDEX
+        .get_or_init(|| KeywordIndex::from_rules_toml(mnemo_scrub::DEFAULT_RULES_TOML))
+        .as_ref()
+}
+
+/// Whether the scrubber may find something in `text`: `false` only when no
+/// keyword of the built-in rules occurs in it (then it finds nothing).
+pub(crate) fn may_hold_secret(text: &str) -> bool {
+    match default_index() {
+        Some(ix) => ix.occurs_in(text.as_bytes()),
+        None => true,
+    }
+}
+
+fn pair(a: u8, b: u8) -> usize {
+    (usize::from(a.to_ascii_lowercase()) << 8) | usize::from(b.to_ascii_lowercase())
+}
+
+impl KeywordIndex {
+    /// Reads the keywords of a rule file in the built-in file's layout;
+    /// `None` when any keyword line is not of the simple form.
+    pub(crate) fn from_rules_toml(toml: &str) -> Option<KeywordIndex> {
+        let mut rules = 0usize;
+        let mut lines_read = 0usize;
+        let mut words: Vec<Vec<u8>> = Vec::new();
+        // Only the lines holding `[[rule]]` or `keywords` matter: found with
+        // a substring search instead of walking every line of the file.
+        let bytes = toml.as_bytes();
+        let mut marks: Vec<usize> = memchr::memmem::find_iter(bytes, b"[[rule]]")
+            .chain(memchr::memmem::find_iter(bytes, b"keywords"))
+            .map(|at| memchr::memrchr(b'\n', &bytes[..at]).map_or(0, |i| i + 1))
+            .collect();
+        marks.sort_unstable();
+        marks.dedup();
+        for start in marks {
+            let end = memchr::memchr(b'\n', &bytes[start..]).map_or(bytes.len(), |i| start + i);
+            let t = toml.get(start..end)?.trim();
+            if t == "[[rule]]" {
+                rules += 1;
+                continue;
+            }
+            if !t.starts_with("keywords") {
+                continue;
+            }
+            let rest = t.strip_prefix("keywords")?.trim_start();
+            let rest = rest.strip_prefix('=')?.trim();
+            let list = rest.strip_prefix('[')?.strip_suffix(']')?;
+            let before = words.len();
+            parse_strings(list, &mut words)?;
+            if words.len() == before {
+                return None;
+            }
+            lines_read += 1;
+            // one `keywords` line per rule, after its header
+            if lines_read != rules {
+                return None;
+            }
+        }
+        if rules == 0 || lines_read != rules {
+            return None;
+        }
+        for w in &mut words {
+            w.make_ascii_lowercase();
+        }
+        if words.iter().any(|w| w.len() < 2) {
+            return None;
+        }
+        words.sort();
+        words.dedup();
+        let mut pairs = Box::new([0u64; 1024]);
+        let mut first = [false; 256];
+        for w in &words {
+            let p = pair(w[0], w[1]);
+            pairs[p / 64] |= 1 << (p % 64);
+            first[usize::from(w[0])] = true;
+            first[usize::from(w[0].to_ascii_uppercase())] = true;
+        }
+        Some(KeywordIndex {
+            words,
+            pairs,
+            first,
+        })
+    }
+
+    /// The keywords (lowercase, sorted).
+    #[cfg(test)]
+    pub(crate) fn words(&self) -> impl Iterator<Item = &[u8]> {
+        self.words.iter().map(Vec::as_slice)
+    }
+
+    /// Whether any keyword occurs in `hay`, ASCII-case-insensitively (as
+    /// the scrubber's keyword automaton matches them).
+    pub(crate) fn occurs_in(&self, hay: &[u8]) -> bool {
+        for (i, w) in hay.windows(2).enumerate() {
+            if !self.first[usize::from(w[0])] {
+                continue;
+            }
+            let p = pair(w[0], w[1]);
+            if self.pairs[p / 64] & (1 << (p % 64)) == 0 {
+                continue;
+            }
+            let a = w[0].to_ascii_lowercase();
+            let b = w[1].to_ascii_lowercase();
+            let from = self.words.partition_point(|k| (k[0], k[1]) < (a, b));
+            let rest = &hay[i..];
+            for k in &self.words[from..] {
+                if (k[0], k[1]) != (a, b) {
+                    break;
+                }
+                if rest.len() >= k.len() && rest[..k.len()].eq_ignore_ascii_case(k) {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+}
+
+/// Parses `"a", "b\"c"` (TOML basic strings with `\"` and `\\` only) into
+/// `out`; `None` on anything else.
+fn parse_strings(list: &str, out: &mut Vec<Vec<u8>>) -> Option<()> {
+    let mut chars = list.trim().chars().peekable();
+    loop {
+        match chars.next() {
+            None => return Some(()),
+            Some('"') => {}
+            Some(_) => return None,
+        }
+        let mut word = String::new();
+        loop {
+            match chars.next()? {
+                '"' => break,
+                '\\' => match chars.next()? {
+                    '"' => word.push('"'),
+                    '\\' => word.push('\\'),
+                    _ => return None,
+                },
+                c if c.is_control() => return None,
+                c => word.push(c),
+            }
+        }
+        out.push(word.into_bytes());
+        while chars.peek().is_some_and(|c| c.is_whitespace()) {
+            chars.next();
+        }
+        match chars.next() {
+            None => return Some(()),
+            Some(',') => {
+                while chars.peek().is_some_and(|c| c.is_whitespace()) {
+                    chars.next();
+                }
+                if chars.peek().is_none() {
+                    // a trailing comma
+                    return Some(());
+                }
+            }
+            Some(_) => return None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mnemo_scrub::Scrubber;
+    use std::collections::BTreeSet;
+
+    fn scrubber() -> &'static Scrubber {
+        Scrubber::default_rules().unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn index() -> &'static KeywordIndex {
+        default_index().unwrap_or_else(|| panic!("the built-in rule file's keywords must read"))
+    }
+
+    #[test]
+    fn the_keywords_read_are_exactly_the_scrubbers() {
+        let ours: BTreeSet<Vec<u8>> = index().words().map(<[u8]>::to_vec).collect();
+        let theirs: BTreeSet<Vec<u8>> = scrubber()
+            .rules()
+            .iter()
+            .flat_map(|r| r.keywords().iter().map(|k| k.as_bytes().to_vec()))
+            .collect();
+        assert_eq!(ours, theirs);
+        assert!(ours.len() > 100, "{}", ours.len());
+    }
+
+    #[test]
+    fn every_rule_keyword_is_found_in_any_case_and_position() {
+        let ix = index();
+        for rule in scrubber().rules() {
+            for k in rule.keywords() {
+                for text in [
+                    k.clone(),
+                    k.to_ascii_uppercase(),
+                    format!("0000-{k}"),
+                    format!("x{}y", k.to_ascii_uppercase()),
+                ] {
+                    assert!(ix.occurs_in(text.as_bytes()), "{}: {text:?}", rule.id());
+                }
+            }
+        }
+    }
+
+    /// Fills `{{class:n}}` (and `{{uuid}}`, `{{discord}}`) of a rule's
+    /// example with characters of the class from a small PRNG.
+    fn expand(template: &str, seed: u64) -> String {
+        let mut state = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let mut pick = |alphabet: &[u8], n: usize| -> String {
+            (0..n)
+                .map(|_| {
+                    state = state
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    let i = (state >> 33) as usize % alphabet.len();
+                    char::from(alphabet[i])
+                })
+                .collect()
+        };
+        const HEX: &[u8] = b"0123456789abcdef";
+        const LOWER: &[u8] = b"abcdefghijklmnopqrstuvwxyz";
+        const UPPER: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+        const DIGIT: &[u8] = b"0123456789";
+        let alnum: Vec<u8> = [UPPER, LOWER, DIGIT].concat();
+        let b64: Vec<u8> = [&alnum[..], b"+/"].concat();
+        let b64url: Vec<u8> = [&alnum[..], b"-_"].concat();
+        let lowernum: Vec<u8> = [LOWER, DIGIT].concat();
+        let uppernum: Vec<u8> = [UPPER, DIGIT].concat();
+        let mut out = String::new();
+        let mut rest = template;
+        while let Some(i) = rest.find("{{") {
+            let Some(j) = rest[i..].find("}}") else { break };
+            out.push_str(&rest[..i]);
+            let spec = &rest[i + 2..i + j];
+            let fill = match spec {
+                "uuid" => format!(
+                    "{}-{}-4{}-a{}-{}",
+                    pick(HEX, 8),
+                    pick(HEX, 4),
+                    pick(HEX, 3),
+                    pick(HEX, 3),
+                    pick(HEX, 12)
+                ),
+                "discord" => format!(
+                    "M{}.{}.{}",
+                    pick(&b64url, 25),
+                    pick(&b64url, 6),
+                    pick(&b64url, 38)
+                ),
+                _ => {
+                    let (class, n) = spec.split_once(':').unwrap_or((spec, "0"));
+                    let n = n.parse::<usize>().unwrap_or(0);
+                    let a: &[u8] = match class {
+                        "alnum" => &alnum,
+                        "lower" => LOWER,
+                        "upper" => UPPER,
+                        "digit" => DIGIT,
+                        "hex" => HEX,
+                        "HEX" => b"0123456789ABCDEF",
+                        "b64" => &b64,
+                        "b64url" => &b64url,
+                        "lowernum" => &lowernum,
+                        "uppernum" => &uppernum,
+                        "base32" => b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567",
+                        "bech" => b"qpzry9x8gf2tvdw0s3jn54khce6mua7l",
+                        _ => b"x",
+                    };
+                    pick(a, n)
+                }
+            };
+            out.push_str(&fill);
+            rest = &rest[i + j + 2..];
+        }
+        out.push_str(rest);
+        out
+    }
+
+    /// The claim the store wrapper relies on, rule by rule: whatever the
+    /// scrubber finds in a rule's own examples (each also alone on a line
+    /// of an id-like string and inside JSON), the pre-check lets through to
+    /// the scrubber.
+    #[test]
+    fn every_finding_in_every_rules_examples_passes_the_pre_check() {
+        let s = scrubber();
+        let ix = index();
+        let mut found_rules = BTreeSet::new();
+        for rule in s.rules() {
+            for (n, template) in rule.examples().iter().enumerate() {
+                for seed in 0..4u64 {
+                    let ex = expand(template, seed * 31 + n as u64);
+                    for text in [
+                        ex.clone(),
+                        format!("step-{ex}#0"),
+                        serde_json::json!({"entries": ["00000000-0000-4000-8000-000000000001", ex]})
+                            .to_string(),
+                    ] {
+                        if !s.find(&text).is_empty() {
+                            found_rules.insert(rule.id().to_string());
+                            assert!(
+                                ix.occurs_in(text.as_bytes()),
+                                "{}: found by the scrubber, missed by the pre-check: {text:?}",
+                                rule.id()
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        // the examples do exercise (nearly) every rule
+        assert!(
+            found_rules.len() * 10 >= s.rules().len() * 9,
+            "{} of {} rules found in their examples",
+            found_rules.len(),
+            s.rules().len()
+        );
+    }
+
+    #[test]
+    fn ids_of_the_usual_shapes_skip_the_scrubber() {
+        let ix = index();
+        for id in [
+            "00000000-0000-4000-8000-000000000123",
+            "0b6e3c1e-4a59-4c1f-9e57-2f4a8d7c9b10",
+            "0b6e3c1e-4a59-4c1f-9e57-2f4a8d7c9b10#0",
+            "steps/preCompact",
+            "steps/postCompact",
+            "claude-code:prior-compaction",
+        ] {
+            assert!(!ix.occurs_in(id.as_bytes()), "{id}");
+            assert!(scrubber().find(id).is_empty(), "{id}");
+        }
+        // hex that happens to hold a keyword goes to the scrubber
+        assert!(ix.occurs_in(b"0b6e3c1e-4eaa-4c1f-9e57-2f4a8d7c9b10"));
+    }
+
+    #[test]
+    fn keyword_lines_not_of_the_simple_form_give_no_index() {
+        let ok = "[[rule]]\nid = \"a\"\nkeywords = [\"ghp_\", \"x\\\"y\"]\n";
+        let ix = KeywordIndex::from_rules_toml(ok).unwrap_or_else(|| panic!("simple form"));
+        assert!(ix.occurs_in(b"--GHP_--"));
+        assert!(ix.occurs_in(b"x\"y"));
+        assert!(!ix.occurs_in(b"ghp-"));
+        for bad in [
+            "[[rule]]\nkeywords = ['ghp_']\n",
+            "[[rule]]\nkeywords = [\"gh\\u0070_\"]\n",
+            "[[rule]]\nkeywords = [\n  \"ghp_\",\n]\n",
+            "[[rule]]\nkeywords = [\"g\"]\n",
+            "[[rule]]\nkeywords = []\n",
+            "[[rule]]\nid = \"a\"\n[[rule]]\nkeywords = [\"ghp_\"]\n",
+            "[[rule]]\nkeywords = [\"ghp_\"]\nkeywords = [\"glpat-\"]\n",
+            "keywords = [\"ghp_\"]\n",
+            "",
+        ] {
+            assert!(KeywordIndex::from_rules_toml(bad).is_none(), "{bad:?}");
+        }
+    }
+}
