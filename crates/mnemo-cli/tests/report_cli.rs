@@ -121,3 +121,83 @@ fn guardian_timeline_from_a_real_hook() {
     assert_eq!(decided, 1, "{s}");
     assert!(!s["steps"].as_array().unwrap().is_empty());
 }
+
+#[test]
+fn a_denying_hook_run_writes_its_reasons_and_the_timeline_shows_them() {
+    let home = tempfile::tempdir().unwrap();
+    let root = mnemo_testkit::workspace_root();
+    let input = std::fs::read_to_string(root.join("examples/guardian/hook-input.json")).unwrap();
+    let store = home.path().join("g.sqlite3");
+    // The bundled transcript has tool output after the user's last words:
+    // an automatic compaction is denied, exit 2, the reason on stderr.
+    let hook = mnemo(home.path())
+        .current_dir(&root)
+        .args(["hook", "claude-code", "pre-compact", "--store"])
+        .arg(&store)
+        .write_stdin(input)
+        .output()
+        .unwrap();
+    assert_eq!(hook.status.code(), Some(2), "the hook did not deny");
+    let stderr = String::from_utf8_lossy(&hook.stderr);
+    let reason = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("mnemo guardian blocked compaction: "))
+        .unwrap_or_else(|| panic!("no reason on stderr: {stderr}"))
+        .trim()
+        .to_string();
+    assert!(
+        reason.contains("re-grounding"),
+        "a deny names its way out: {reason}"
+    );
+
+    let report = |extra: &[&str]| {
+        let out = mnemo(home.path())
+            .current_dir(home.path())
+            .arg("--bank")
+            .arg(example_bank())
+            .args(["report", "--store"])
+            .arg(&store)
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    // The store kept the decision with the hook's own reasoning and codes.
+    let v: Value = serde_json::from_str(&report(&["--json"])).unwrap();
+    let s = &v["guardian"]["sessions"][0];
+    assert_eq!(
+        (s["allowed"].as_u64(), s["denied"].as_u64()),
+        (Some(0), Some(1))
+    );
+    let c = &s["compactions"][0];
+    assert_eq!(c["verdict"], "deny");
+    assert_eq!(c["reasoning"].as_str(), Some(reason.as_str()));
+    let codes: Vec<&str> = c["reason_codes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_str().unwrap())
+        .collect();
+    assert!(!codes.is_empty());
+    let step = c["step_id"].as_str().unwrap();
+    // The page's timeline shows the deny row with that reasoning and code.
+    let html = report(&[]);
+    let row = html
+        .split("<tr data-verdict=\"deny\">")
+        .nth(1)
+        .expect("a deny row in the timeline")
+        .split("</tr>")
+        .next()
+        .unwrap();
+    assert!(row.contains(step), "{row}");
+    assert!(row.contains(&mnemo_report::html::esc(&reason)), "{row}");
+    for code in codes {
+        assert!(row.contains(code), "{row}");
+    }
+    assert_eq!(html.matches("<tr data-verdict=\"deny\">").count(), 1);
+}

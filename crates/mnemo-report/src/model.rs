@@ -353,7 +353,28 @@ pub struct SessionReport {
 
 /// Builds the report. Every text of `bank` and `store` is scrubbed before
 /// it is parsed; `config` gives the budget guardrails, `engine` the explain.
+/// The gate log is scrubbed and read on a thread of its own while the rest
+/// is built (the result does not depend on it: same bytes every time).
 pub fn build(
+    bank: &BankFiles,
+    store: Option<&StoreDump>,
+    config: &Config,
+    engine: &Engine,
+    scrubber: &Scrubber,
+) -> Report {
+    let clean = |s: &str| scrubber.scrub(s).text;
+    let log = bank.gate_log.as_deref();
+    std::thread::scope(|sc| {
+        let t = sc.spawn(|| gates_report(log, &clean));
+        let mut r = build_bank(bank, store, config, engine, scrubber);
+        r.gates = t.join().unwrap_or_else(|_| gates_report(log, &clean));
+        r.totals.gates = r.gates.gates.len();
+        r
+    })
+}
+
+/// Everything but the gate log.
+fn build_bank(
     bank: &BankFiles,
     store: Option<&StoreDump>,
     config: &Config,
@@ -385,30 +406,19 @@ pub fn build(
         .collect();
 
     let section = section_body(&active, "Completed Phases");
-    let mut entries = Vec::new();
-    let mut current_keys: BTreeMap<String, bool> = BTreeMap::new();
-    for e in parse_entries(section) {
-        current_keys.insert(e.key.clone(), e.trimmed);
-        let group = phase_group(&e.phase);
-        let input = inputs
-            .get(&(e.date.clone(), e.phase.clone(), e.agent.to_lowercase()))
-            .map(|inp| input_report(inp, &e, engine, next_agent.get(&group).map(String::as_str)));
-        entries.push(EntryReport {
-            entry_chars: e.text.chars().count(),
-            entry_tokens: tokens(&e.text),
-            phase_group: group,
-            input,
-            key: e.key,
-            date: e.date,
-            phase: e.phase,
-            agent: e.agent,
-            band: e.band.as_str().to_string(),
-            score: e.score,
-            trimmed: e.trimmed,
-            lines: e.lines,
-            text: e.text,
-        });
-    }
+    let parsed = parse_entries(section);
+    let current_keys: BTreeMap<String, bool> =
+        parsed.iter().map(|e| (e.key.clone(), e.trimmed)).collect();
+    // Each entry is rescored, its facts found and its texts' tokens counted:
+    // the second half on a thread of its own (the order is kept).
+    let one = |e: &ParsedEntry| entry_report(e, &inputs, engine, &next_agent);
+    let (head, tail) = parsed.split_at(parsed.len() / 2);
+    let (mut entries, rest) = std::thread::scope(|sc| {
+        let t = sc.spawn(|| tail.iter().map(one).collect::<Vec<_>>());
+        let h: Vec<EntryReport> = head.iter().map(one).collect();
+        (h, t.join())
+    });
+    entries.extend(rest.unwrap_or_else(|_| tail.iter().map(one).collect()));
 
     let phases = phase_reports(&zz, &entries, config);
     let xi = parse_index(&index);
@@ -437,7 +447,7 @@ pub fn build(
         }
     }
     let guardian = store.map(|s| guardian_report(s, &clean));
-    let gates = gates_report(bank.gate_log.as_deref(), &clean);
+    let gates = GatesReport::default();
 
     let mut totals = Totals {
         phases: phases.len(),
@@ -486,17 +496,18 @@ fn gates_report(text: Option<&str>, clean: &dyn Fn(&str) -> String) -> GatesRepo
         return GatesReport::default();
     };
     let parsed = gatelog::parse_clean(text, clean);
-    let mut last: BTreeMap<&str, u64> = BTreeMap::new();
     let mut replaced = vec![None; parsed.records.len()];
-    for (i, r) in parsed.records.iter().enumerate().rev() {
-        replaced[i] = last.get(r.phase.as_str()).copied();
-        last.insert(r.phase.as_str(), r.seq);
+    {
+        let mut last: BTreeMap<&str, u64> = BTreeMap::new();
+        for (i, r) in parsed.records.iter().enumerate().rev() {
+            replaced[i] = last.get(r.phase.as_str()).copied();
+            last.insert(r.phase.as_str(), r.seq);
+        }
     }
     GatesReport {
         gates: parsed
             .records
-            .iter()
-            .cloned()
+            .into_iter()
             .zip(replaced)
             .map(|(record, replaced_by)| GateReport {
                 record,
@@ -504,6 +515,33 @@ fn gates_report(text: Option<&str>, clean: &dyn Fn(&str) -> String) -> GatesRepo
             })
             .collect(),
         unreadable_lines: parsed.unreadable,
+    }
+}
+
+fn entry_report(
+    e: &ParsedEntry,
+    inputs: &BTreeMap<(String, String, String), ProgressInput>,
+    engine: &Engine,
+    next_agent: &BTreeMap<String, String>,
+) -> EntryReport {
+    let group = phase_group(&e.phase);
+    let input = inputs
+        .get(&(e.date.clone(), e.phase.clone(), e.agent.to_lowercase()))
+        .map(|inp| input_report(inp, e, engine, next_agent.get(&group).map(String::as_str)));
+    EntryReport {
+        entry_chars: e.text.chars().count(),
+        entry_tokens: tokens(&e.text),
+        phase_group: group,
+        input,
+        key: e.key.clone(),
+        date: e.date.clone(),
+        phase: e.phase.clone(),
+        agent: e.agent.clone(),
+        band: e.band.as_str().to_string(),
+        score: e.score.clone(),
+        trimmed: e.trimmed,
+        lines: e.lines,
+        text: e.text.clone(),
     }
 }
 
