@@ -3,9 +3,15 @@
 # and detect-secrets 1.5 on the same ~50 MB corpus of local sources.
 #
 #   bash bench/scrub/run.sh            # build, fetch peers, build corpus, run
+#   bash bench/scrub/run.sh BINARY     # measure a prebuilt binary instead of
+#                           # building: the crate's scrub_file example (over
+#                           # the corpus directory) or the mnemo CLI (`mnemo
+#                           # --quiet scrub --audit` over the corpus as one
+#                           # file, streamed), e.g. target/measure/mnemo
 #   CORPUS_MB=20 RUNS=3 bash bench/scrub/run.sh
 #   TOOLS="mnemo kingfisher" ...  # re-measure only these, keep the others'
-#                                 # previous results (detect-secrets takes minutes)
+#                                 # previous results (detect-secrets takes minutes;
+#                                 # a tool never measured is left out of the table)
 #   MNEMO_BUILD_CLI=0 ...   # skip building the mnemo CLI (the scrubber itself
 #                           # is measured through the crate's scrub_file example)
 #
@@ -24,18 +30,34 @@ CORPUS_MB="${CORPUS_MB:-50}"
 TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 mkdir -p "$OUT"
 
-echo "== building mnemo (release)" >&2
-(cd "$ROOT" && cargo build --release -q -p mnemo-scrub --example scrub_file)
-SCRUB_FILE="$TARGET_DIR/release/examples/scrub_file"
+# MODE: "example" (scrub_file over the corpus directory) or "cli" (mnemo
+# scrub --audit over the corpus concatenated into one file)
+MODE=example
 MNEMO_BIN=""
-if [ "${MNEMO_BUILD_CLI:-1}" = 1 ] && (cd "$ROOT" && cargo build --release -q -p mnemo-cli 2>/dev/null) \
-    && [ -x "$TARGET_DIR/release/mnemo" ] \
-    && "$TARGET_DIR/release/mnemo" scrub --help 2>/dev/null | grep -q -- "--audit"; then
-  MNEMO_BIN="$TARGET_DIR/release/mnemo"
+if [ -n "${1:-}" ]; then
+  PREBUILT="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
+  [ -x "$PREBUILT" ] || { echo "not an executable: $1" >&2; exit 2; }
+  if "$PREBUILT" scrub --help 2>/dev/null | grep -q -- "--audit"; then
+    MODE=cli; MNEMO_BIN="$PREBUILT"
+  else
+    SCRUB_FILE="$PREBUILT"
+  fi
+  echo "== measuring the prebuilt $PREBUILT ($MODE)" >&2
+else
+  echo "== building mnemo (release)" >&2
+  (cd "$ROOT" && cargo build --release -q -p mnemo-scrub --example scrub_file)
+  SCRUB_FILE="$TARGET_DIR/release/examples/scrub_file"
+  if [ "${MNEMO_BUILD_CLI:-1}" = 1 ] && (cd "$ROOT" && cargo build --release -q -p mnemo-cli 2>/dev/null) \
+      && [ -x "$TARGET_DIR/release/mnemo" ] \
+      && "$TARGET_DIR/release/mnemo" scrub --help 2>/dev/null | grep -q -- "--audit"; then
+    MNEMO_BIN="$TARGET_DIR/release/mnemo"
+  fi
 fi
 
 echo "== installing peers into $OUT/venv (pip)" >&2
-if [ ! -x "$OUT/venv/bin/kingfisher" ] || [ ! -x "$OUT/venv/bin/detect-secrets" ]; then
+has() { [[ " $TOOLS " == *" $1 "* ]]; }
+if { has kingfisher || has detect-secrets; } \
+    && { [ ! -x "$OUT/venv/bin/kingfisher" ] || [ ! -x "$OUT/venv/bin/detect-secrets" ]; }; then
   python3 -m venv "$OUT/venv"
   "$OUT/venv/bin/pip" install -q --disable-pip-version-check "kingfisher-bin" "detect-secrets==1.5.*"
 fi
@@ -76,6 +98,11 @@ fi
 BYTES=$(find "$CORPUS" -type f ! -name '.done-*' -printf '%s\n' | awk '{s+=$1} END {print s}')
 FILES=$(find "$CORPUS" -type f ! -name '.done-*' | wc -l)
 echo "corpus: $FILES files, $BYTES bytes" >&2
+CORPUS_FILE="$OUT/corpus-$CORPUS_MB.txt"
+if [ "$MODE" = cli ] && [ ! -f "$CORPUS_FILE" ]; then
+  # the same files in the same (sorted path) order as scrub_file reads them
+  find "$CORPUS" -type f ! -name '.done-*' -print0 | LC_ALL=C sort -z | xargs -0 cat > "$CORPUS_FILE"
+fi
 
 # one core for every tool: single-thread throughput (detect-secrets would
 # otherwise fork one scanner per core)
@@ -103,8 +130,13 @@ calc() { python3 -c "print(round($1, 2))"; }
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 run_mnemo() {
-  timed $PIN "$SCRUB_FILE" "$CORPUS" > "$OUT/mnemo.txt"
-  sed -n 's/.*scan_seconds=\([0-9.]*\).*/\1/p' "$OUT/mnemo.txt" >> "$OUT/mnemo-scan.txt"
+  if [ "$MODE" = cli ]; then
+    timed $PIN "$MNEMO_BIN" --quiet scrub --audit "$CORPUS_FILE" > "$OUT/mnemo.findings"
+    echo "findings=$(wc -l < "$OUT/mnemo.findings")" > "$OUT/mnemo.txt"
+  else
+    timed $PIN "$SCRUB_FILE" "$CORPUS" > "$OUT/mnemo.txt"
+    sed -n 's/.*scan_seconds=\([0-9.]*\).*/\1/p' "$OUT/mnemo.txt" >> "$OUT/mnemo-scan.txt"
+  fi
   cat "$OUT/.timing"
 }
 run_kf() {
@@ -119,7 +151,7 @@ run_ds() {
 }
 
 echo "== warm-up (page cache, Kingfisher rule cache)" >&2
-run_mnemo > /dev/null; run_kf > /dev/null
+run_mnemo > /dev/null; if has kingfisher; then run_kf > /dev/null; fi
 : > "$OUT/kingfisher-scan.txt"; : > "$OUT/mnemo-scan.txt"
 
 declare -A SECS
@@ -153,20 +185,27 @@ for tool in mnemo kingfisher detect-secrets; do
   elif [ -f "$OUT/$tool.seconds" ]; then
     read -r SECS[$tool] CPU[$tool] < "$OUT/$tool.seconds"; NOTE[$tool]=" (previous run)"
   else
-    echo "no result for $tool (add it to TOOLS)" >&2; exit 1
+    echo "no result for $tool (add it to TOOLS): left out" >&2
   fi
 done
 
 F_MNEMO=$(sed -n 's/.*findings=\([0-9]*\).*/\1/p' "$OUT/mnemo.txt")
-F_KF=$(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(len(d.get('findings', [])))" "$OUT/kingfisher.json")
-KF_SCAN=$(median < "$OUT/kingfisher-scan.txt")
+F_KF=""; F_DS=""; KF_SCAN=""
+if [ -n "${SECS[kingfisher]:-}" ]; then
+  F_KF=$(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(len(d.get('findings', [])))" "$OUT/kingfisher.json")
+  KF_SCAN=$(median < "$OUT/kingfisher-scan.txt")
+fi
 M_SCAN=$(median < "$OUT/mnemo-scan.txt")
-F_DS=$(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(sum(len(v) for v in d.get('results', {}).values()))" "$OUT/detect-secrets.json")
+if [ -n "${SECS[detect-secrets]:-}" ]; then
+  F_DS=$(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(sum(len(v) for v in d.get('results', {}).values()))" "$OUT/detect-secrets.json")
+fi
 
 mbps() { python3 -c "v = $BYTES / 1e6 / $1; print(round(v, 1) if v >= 1 else round(v, 3))"; }
 cpumbps() { case "$1" in ""|nan) echo "n/a" ;; *) mbps "$1" ;; esac; }
 ratio() { case "$1$2" in *n/a*) echo "n/a" ;; *) echo "$(calc "$1 / $2")x" ;; esac; }
-M=$(mbps "${SECS[mnemo]}"); K=$(mbps "${SECS[kingfisher]}"); D=$(mbps "${SECS[detect-secrets]}")
+M=$(mbps "${SECS[mnemo]}"); K=""; D=""
+if [ -n "${SECS[kingfisher]:-}" ]; then K=$(mbps "${SECS[kingfisher]}"); fi
+if [ -n "${SECS[detect-secrets]:-}" ]; then D=$(mbps "${SECS[detect-secrets]}"); fi
 MC=$(cpumbps "${CPU[mnemo]:-}"); KC=$(cpumbps "${CPU[kingfisher]:-}"); DC=$(cpumbps "${CPU[detect-secrets]:-}")
 {
   echo "corpus: $FILES files, $BYTES bytes (cargo registry sources); median of $RUNS interleaved runs (detect-secrets: ${NOTE[detect-secrets]:-$DS_RUNS run(s)}), ${PIN:-unpinned}"
@@ -174,9 +213,13 @@ MC=$(cpumbps "${CPU[mnemo]:-}"); KC=$(cpumbps "${CPU[kingfisher]:-}"); DC=$(cpum
   echo
   echo "| tool | MB/s (wall) | MB/s (CPU) | findings | mnemo speed-up (wall / CPU) |"
   echo "|---|---:|---:|---:|---:|"
-  echo "| mnemo (mnemo-scrub, streaming)${NOTE[mnemo]:-} | $M | $MC | $F_MNEMO | 1.0x / 1.0x |"
-  echo "| Kingfisher 2.14 (-j 1)${NOTE[kingfisher]:-} | $K | $KC | $F_KF | $(ratio "$M" "$K") / $(ratio "$MC" "$KC") |"
-  echo "| detect-secrets 1.5${NOTE[detect-secrets]:-} | $D | $DC | $F_DS | $(ratio "$M" "$D") / $(ratio "$MC" "$DC") |"
+  echo "| mnemo ($([ "$MODE" = cli ] && echo "mnemo scrub --audit, one file" || echo "mnemo-scrub, streaming"))${NOTE[mnemo]:-} | $M | $MC | $F_MNEMO | 1.0x / 1.0x |"
+  if [ -n "$K" ]; then
+    echo "| Kingfisher 2.14 (-j 1)${NOTE[kingfisher]:-} | $K | $KC | $F_KF | $(ratio "$M" "$K") / $(ratio "$MC" "$KC") |"
+  fi
+  if [ -n "$D" ]; then
+    echo "| detect-secrets 1.5${NOTE[detect-secrets]:-} | $D | $DC | $F_DS | $(ratio "$M" "$D") / $(ratio "$MC" "$DC") |"
+  fi
   if [ -n "$KF_SCAN" ]; then
     echo
     echo "Scan only (start-up excluded, medians): Kingfisher's own scan_duration ${KF_SCAN}s = $(mbps "$KF_SCAN") MB/s"

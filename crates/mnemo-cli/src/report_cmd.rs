@@ -52,6 +52,7 @@ pub fn read_bank(bank: &Bank) -> Result<BankFiles> {
         active_context: read(ACTIVE_CONTEXT)?,
         progress_log: read(PROGRESS_LOG)?,
         xref_index: read(XREF_INDEX)?,
+        gate_log: read(mnemo_report::GATE_LOG)?,
         ..BankFiles::default()
     };
     for (dir, prefix, suffix, out) in [

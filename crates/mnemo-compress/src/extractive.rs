@@ -81,6 +81,21 @@ const FILLER_OPENINGS: &[&str] = &[
     "we also ",
     "basically ",
     "overall, ",
+    "in this phase we ",
+    "in this phase i ",
+    "in this subtask we ",
+    "in this subtask i ",
+    "for this subtask, ",
+    "as requested, ",
+    "successfully ",
+    "i have ",
+    "i've ",
+    "we have ",
+    "we've ",
+    "i went ahead and ",
+    "we went ahead and ",
+    "i ",
+    "we ",
 ];
 
 fn closing(c: char) -> Option<char> {
@@ -263,6 +278,48 @@ fn is_fact_token(raw: &str) -> bool {
     false
 }
 
+/// At most `cap` characters of `text`, cut at the last space after a word
+/// that is not part of a fact (see [`is_fact_token`]), so that `GET /a`,
+/// `202 Accepted` or `key=value` are kept whole or left out whole; no `…`. Text
+/// with no such space within the cap is cut after its last whole word
+/// that fits, and a single word longer than the cap at `cap` characters.
+pub fn cut_between_facts(text: &str, cap: usize) -> String {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let mut len = 0usize;
+    let mut best: Option<usize> = None;
+    let mut fits = 0usize;
+    for (i, w) in words.iter().enumerate() {
+        let add = w.chars().count() + usize::from(i > 0);
+        if len + add > cap {
+            break;
+        }
+        len += add;
+        fits = i + 1;
+        if !is_fact_token(w) {
+            best = Some(i + 1);
+        }
+    }
+    let n = best.unwrap_or(fits);
+    if n == 0 {
+        return crate::mask::first_chars(text.trim(), cap).to_string();
+    }
+    words[..n].join(" ")
+}
+
+/// True when `word` is written as an identifier rather than an English
+/// word: it has a digit, `_` or `-` between letters, or mixed case after its
+/// first letter (`V12__reservations`, `purge_user`, `default-deny`,
+/// `ReserveButton`); `Revenue` or `notes` is not.
+pub fn is_identifier(word: &str) -> bool {
+    let inner_upper =
+        word.chars().skip(1).any(char::is_uppercase) && word.chars().any(char::is_lowercase);
+    word.chars().any(|c| c.is_ascii_digit() || c == '_')
+        || inner_upper
+        || word
+            .split_once('-')
+            .is_some_and(|(a, b)| !a.is_empty() && !b.is_empty())
+}
+
 fn has_constraint(text: &str) -> bool {
     let lower = text.to_lowercase();
     lower
@@ -302,26 +359,105 @@ pub fn strip_label(sentence: &str) -> &str {
     sentence
 }
 
-fn strip_filler(sentence: &str) -> &str {
-    let lower = sentence.to_lowercase();
-    for f in FILLER_OPENINGS {
-        if lower.starts_with(f) && sentence.len() > f.len() + 12 {
-            return &sentence[f.len()..];
+/// Removes filler openings (`So this phase was`, `I have`, `Successfully`),
+/// longest first and repeatedly (`Overall, I have …`); the rest is the
+/// agent's words as written.
+pub fn strip_filler(sentence: &str) -> &str {
+    let mut s = sentence;
+    loop {
+        let lower = s.to_lowercase();
+        let hit = FILLER_OPENINGS
+            .iter()
+            .filter(|f| lower.starts_with(*f) && s.len() > f.len() + 12)
+            .max_by_key(|f| f.len());
+        match hit {
+            // `lower` and `s` have the same byte layout for these ASCII openings.
+            Some(f) if s.is_char_boundary(f.len()) => s = s[f.len()..].trim_start(),
+            _ => return s,
         }
     }
-    sentence
+}
+
+/// Removes the parenthetical remarks of a clause that carry no fact
+/// (`(which was fiddly)`, `(as discussed)`); a bracket that names
+/// something (`(RDS, Postgres on 5432)`, `products(sku)`) stays.
+pub fn drop_empty_parentheticals(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(open) = rest.find(" (") {
+        let after = &rest[open + 2..];
+        let Some(close) = after.find(')') else {
+            break;
+        };
+        let inner = &after[..close];
+        if inner.contains(['(', '`']) || carries_fact(inner) {
+            out.push_str(&rest[..open + 2 + close + 1]);
+        } else {
+            out.push_str(&rest[..open]);
+        }
+        rest = &after[close + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The fact words of a text (see [`is_fact_token`]), punctuation trimmed.
+fn fact_words(text: &str) -> Vec<&str> {
+    text.split_whitespace()
+        .filter(|w| is_fact_token(w))
+        .map(|w| w.trim_matches(|c: char| matches!(c, ',' | ';' | '.' | ':' | '!' | '?' | '"')))
+        .filter(|w| !w.is_empty())
+        .collect()
+}
+
+/// Drops, from each sentence after the first, the clauses that only
+/// repeat facts stated earlier in `sentences`: a clause all of whose fact
+/// words were already said, that states no constraint (never, must, only,
+/// …) and holds no number of its own. A sentence left with no clause goes;
+/// the others keep their words and separators.
+pub fn drop_repeated(sentences: &[String]) -> Vec<String> {
+    let mut said: Vec<String> = Vec::new();
+    let mut out = Vec::with_capacity(sentences.len());
+    for (i, s) in sentences.iter().enumerate() {
+        let cl = clauses(s);
+        let mut kept = String::new();
+        for c in &cl {
+            let words = fact_words(&c.text);
+            let repeat = i > 0
+                && !words.is_empty()
+                && !has_constraint(&c.text)
+                && words.iter().all(|w| said.iter().any(|x| x == w));
+            if !repeat {
+                if !kept.is_empty() {
+                    kept.push_str(if c.sep.is_empty() { "; " } else { &c.sep });
+                }
+                kept.push_str(&c.text);
+            }
+        }
+        said.extend(fact_words(s).into_iter().map(str::to_string));
+        let kept = kept.trim().to_string();
+        if kept.is_empty() {
+            continue;
+        }
+        let mut kept = kept;
+        if s.ends_with(['.', '!', '?']) && !kept.ends_with(['.', '!', '?', ')', '`']) {
+            kept.push('.');
+        }
+        out.push(kept);
+    }
+    out
 }
 
 /// A sentence with its label and filler opening removed and only the
 /// clauses that carry facts (see the module doc). `None` when nothing in
 /// it carries a fact.
 pub fn condense(sentence: &str) -> Option<String> {
-    let s = strip_filler(strip_label(sentence.trim()));
+    let s = drop_empty_parentheticals(strip_filler(strip_label(sentence.trim())));
     // A warning is the gotcha: kept whole.
     if is_warning(sentence.trim()) {
         return Some(s.trim().to_string());
     }
-    let cl = clauses(s);
+    let cl = clauses(&s);
     let keep: Vec<bool> = cl.iter().map(|c| carries_fact(&c.text)).collect();
     if !keep.iter().any(|k| *k) {
         return None;
@@ -405,6 +541,56 @@ mod tests {
             condense("The cookie is set with HttpOnly; Secure; SameSite=Lax; Path=/.").as_deref(),
             Some("The cookie is set with HttpOnly; Secure; SameSite=Lax; Path=/.")
         );
+    }
+
+    #[test]
+    fn a_clause_that_only_repeats_earlier_facts_goes() {
+        let s = [
+            "POST /v2/refunds returns 202 Accepted.".to_string(),
+            "The refund is queued, POST /v2/refunds returns 202 Accepted again, and a webhook fires.".to_string(),
+            "POST /v2/refunds returns 202 Accepted.".to_string(),
+            "POST /v2/refunds must never be retried.".to_string(),
+        ];
+        assert_eq!(
+            drop_repeated(&s),
+            vec![
+                "POST /v2/refunds returns 202 Accepted.".to_string(),
+                "The refund is queued, and a webhook fires.".to_string(),
+                // A constraint on a known fact is new: kept.
+                "POST /v2/refunds must never be retried.".to_string(),
+            ]
+        );
+    }
+
+    #[test]
+    fn filler_openings_and_empty_parentheticals_go() {
+        assert_eq!(
+            condense("Overall, I have added the purge_user(uuid) function (which was fiddly).")
+                .as_deref(),
+            Some("added the purge_user(uuid) function.")
+        );
+        assert_eq!(
+            condense("Successfully moved the database (RDS, Postgres on 5432) to EKS 1.30.")
+                .as_deref(),
+            Some("moved the database (RDS, Postgres on 5432) to EKS 1.30.")
+        );
+        // A short sentence keeps its opening (nothing would be left).
+        assert_eq!(strip_filler("I fixed it."), "I fixed it.");
+    }
+
+    #[test]
+    fn cut_between_facts_never_splits_a_fact() {
+        let t = "the poller retries on GET /v2/intents/{id} until 202 Accepted comes back";
+        for cap in 10..t.len() {
+            let c = cut_between_facts(t, cap);
+            assert!(c.chars().count() <= cap, "{cap}: {c}");
+            assert!(t.starts_with(&c), "{cap}: {c}");
+            for fact in ["GET /v2/intents/{id}", "202 Accepted"] {
+                let (a, b) = fact.split_once(' ').unwrap();
+                assert!(!c.ends_with(a) || c.contains(b), "{cap}: {c}");
+            }
+        }
+        assert_eq!(cut_between_facts(&"x".repeat(50), 10), "x".repeat(10));
     }
 
     #[test]

@@ -18,6 +18,8 @@
 //! * [`preflight`] — the `can_compress` safety preflight (§9, §10);
 //! * [`pipeline`] — one phase gate end to end (preflight → score → allocate
 //!   → summarize → mask → cross-references), still without I/O;
+//! * [`gatelog`] — the gate log `_xref/gate-log.jsonl`: one JSON line per
+//!   gate that changed the bank, built by the gate's plan;
 //! * [`plan`] — every bank command's decisions as one pure function from
 //!   parsed records and the bank's current file texts to the new file
 //!   contents and a report (gate C1–C3, C4, C5, C6's inputs, C7), so that
@@ -33,6 +35,7 @@ pub mod budget;
 pub mod completed;
 pub mod extractive;
 pub mod facts;
+pub mod gatelog;
 pub mod layout;
 pub mod mask;
 pub mod pipeline;

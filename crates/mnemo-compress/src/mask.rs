@@ -80,6 +80,29 @@ impl FieldMask {
         m
     }
 
+    /// Adds the report fields that the pair's §4 variant asks for
+    /// (`Config::variant_for(..).include`): `verdict`, `critical_issues`,
+    /// `coverage`, `tests`, `status`, `blockers` by name, and all of them
+    /// for `all` (`* → themis`: "Preserve ALL fields"). The summary fields
+    /// and their limits stay the mask's.
+    #[must_use]
+    pub fn with_variant(mut self, config: &Config, from: &str, to: &str) -> FieldMask {
+        let Some(v) = config.variant_for(from, to) else {
+            return self;
+        };
+        for name in &v.include {
+            let all = name == "all";
+            let is = |f: &str| all || name == f;
+            self.verdict |= is("verdict");
+            self.critical_issues |= is("critical_issues");
+            self.coverage |= is("coverage");
+            self.tests |= is("tests");
+            self.status |= is("status");
+            self.blockers |= is("blockers");
+        }
+        self
+    }
+
     /// The mask the configuration gives the pair (every field when the
     /// configuration has no mask at all).
     pub fn for_pair(config: &Config, from: &str, to: &str) -> FieldMask {
@@ -274,16 +297,26 @@ pub fn entry_fields(record: &SummaryRecord, mask: &FieldMask, said: &str) -> Ent
     {
         notes.push(format!("tests: {}", one_line(t)));
     }
+    // The verdict is a token (`APPROVED`): prose that says "approved" does
+    // not state it.
     if mask.verdict
-        && let Some(v) = record.verdict.map(|v| v.to_string()).filter(|v| unsaid(v))
+        && let Some(v) = record
+            .verdict
+            .map(|v| v.to_string())
+            .filter(|v| !said.contains(v.as_str()))
     {
         notes.push(format!("verdict {v}"));
     }
+    // No critical issues is what a review without them says: not repeated.
     if mask.critical_issues
-        && let Some(n) = record.critical_issues
+        && let Some(n) = record.critical_issues.filter(|n| *n > 0)
     {
-        let s = format!("{n} critical issue{}", if n == 1 { "" } else { "s" });
-        if unsaid(&s) {
+        let plural = if n == 1 { "" } else { "s" };
+        let s = format!("{n} critical issue{plural}");
+        let word = NUMBER_WORDS
+            .get(n as usize)
+            .map(|w| format!("{w} critical issue{plural}"));
+        if unsaid(&s) && word.is_none_or(|w| unsaid(&w)) {
             notes.push(s);
         }
     }
@@ -315,6 +348,10 @@ pub fn entry_fields(record: &SummaryRecord, mask: &FieldMask, said: &str) -> Ent
         notes,
     }
 }
+
+const NUMBER_WORDS: &[&str] = &[
+    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+];
 
 fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")

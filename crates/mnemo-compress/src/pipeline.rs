@@ -160,7 +160,9 @@ pub fn compress_phase(
         );
         let facts = extract(&r.scoring_text(), &r.files_changed);
         refs.extend(detect(r, ea.band, &phase, &agent, &facts));
-        let fields = entry_fields(r, &pair_mask, &summary.lines().join(" "));
+        let shown = pair_mask.with_variant(config, from, to.unwrap_or("*"));
+        let said = format!("{} {}", summary.title, summary.lines().join(" "));
+        let fields = entry_fields(r, &shown, &said);
         let mut view = EntryView {
             agent,
             date,

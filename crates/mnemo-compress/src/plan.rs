@@ -25,6 +25,7 @@ use serde::Serialize;
 
 use crate::budget::HalfLines;
 use crate::completed::{self, Item, NewEntry, TrimCandidate, UpsertReport, Upserted};
+use crate::gatelog;
 use crate::layout::{
     ACTIVE_CONTEXT, COMPLETED_PHASES, COMPLETED_PLANS, JOURNAL, LOCK_FILE, NEXT_ID, PROGRESS_LOG,
     TMP_DIR, XREF_INDEX, is_zz, never_touch, zz_path,
@@ -395,8 +396,9 @@ fn previous_zz(phase: &str) -> Option<String> {
 }
 
 /// The bank files a gate of `phase` on `date` reads: the four bank files,
-/// the previous phase's ZZ artifact (carryover) and the month's archive
-/// (C7).
+/// the previous phase's ZZ artifact (carryover), the month's archive (C7),
+/// the gate log and the phase's own ZZ artifact (whether the gate changes
+/// anything, [`gatelog::append`]).
 pub fn gate_reads(phase: &str, date: &str) -> Vec<String> {
     let mut v: Vec<String> = [ACTIVE_CONTEXT, PROGRESS_LOG, XREF_INDEX, NEXT_ID]
         .iter()
@@ -404,6 +406,8 @@ pub fn gate_reads(phase: &str, date: &str) -> Vec<String> {
         .collect();
     v.extend(previous_zz(phase));
     v.push(completed::archive_path(date));
+    v.push(gatelog::GATE_LOG.to_string());
+    v.push(zz_path(phase));
     v
 }
 
@@ -542,6 +546,9 @@ pub struct GatePlan {
     pub outcome: GateOutcome,
     /// Inputs with a skipped record (their `.tmp/` artifacts stay).
     pub skipped_sources: BTreeSet<String>,
+    /// The gate's line of `_xref/gate-log.jsonl` (in `changes`), `None`
+    /// when the gate changes nothing ([`gatelog`]).
+    pub gate_log: Option<gatelog::GateRecord>,
 }
 
 fn phase_label(phase: &str) -> String {
@@ -789,9 +796,10 @@ pub fn plan_gate(
 
     // C7 when the section is over its cap.
     let mut archive_change = None;
+    let mut untrimmed = None;
     let cap = HalfLines::lines(config.budget.total_lines);
     if let Some(t) = trim_section(texts, clean, &active_text, cap, req.date)? {
-        active_text = t.text;
+        untrimmed = Some(std::mem::replace(&mut active_text, t.text));
         out.trim = Some(t.log);
         archive_change = Some(t.archive);
     }
@@ -850,7 +858,7 @@ pub fn plan_gate(
     if active.is_some() || !new_entries.is_empty() {
         changes.push(FileChange::Write {
             rel: ACTIVE_CONTEXT.into(),
-            content: active_text,
+            content: active_text.clone(),
         });
     }
     if progress.is_some() || progress_changed {
@@ -882,10 +890,32 @@ pub fn plan_gate(
     out.critical = phase.allocation.count(Band::Critical);
     out.high = phase.allocation.count(Band::High);
     out.confirmation = phase.confirmation(out.xrefs_added);
+    let archive_rel = completed::archive_path(req.date);
+    let mut log = gatelog::record(
+        &gatelog::RecordInput {
+            config,
+            engine: req.engine,
+            phase: req.phase,
+            date: req.date,
+            from: req.from,
+            to: req.to,
+            feature: req.feature,
+            records,
+            untrimmed: untrimmed.as_deref(),
+            active: &active_text,
+            archive: Some(&archive_rel),
+        },
+        &phase,
+        &out,
+    );
+    let appended = gatelog::append(texts, &changes, &mut log, clean)?;
+    let gate_log = appended.is_some().then_some(log);
+    changes.extend(appended);
     Ok(GatePlan {
         changes,
         outcome: out,
         skipped_sources,
+        gate_log,
     })
 }
 
@@ -922,6 +952,12 @@ fn entry_band(first_line: &str) -> Option<(Band, u32, bool)> {
 
 fn non_blank_lines(s: &str) -> u32 {
     u32::try_from(s.lines().filter(|l| !l.trim().is_empty()).count()).unwrap_or(u32::MAX)
+}
+
+/// Size in half-lines of a parsed `## Completed Phases` section, as C7
+/// counts it.
+pub(crate) fn section_size(items: &[Item]) -> HalfLines {
+    measure(items).0
 }
 
 /// Section size in half-lines and the trim candidates (positions into `items`).
@@ -1443,7 +1479,8 @@ mod tests {
                 PROGRESS_LOG,
                 XREF_INDEX,
                 NEXT_ID,
-                ".tmp/ZZ-phase1-context.md"
+                ".tmp/ZZ-phase1-context.md",
+                gatelog::GATE_LOG,
             ]
         );
         let active = text(&p.changes, ACTIVE_CONTEXT);
@@ -1644,8 +1681,16 @@ mod tests {
         assert_eq!(carried("- Carried: 3 lines\n"), HalfLines(6));
         assert_eq!(carried("nothing"), HalfLines(0));
         assert!(gate_reads("3", DATE).contains(&".tmp/ZZ-phase2-context.md".to_string()));
-        assert!(!gate_reads("1", DATE).iter().any(|r| r.contains("ZZ")));
-        assert!(!gate_reads("final", DATE).iter().any(|r| r.contains("ZZ")));
+        // No previous phase: only the phase's own artifact is read.
+        let zz = |p: &str| -> Vec<String> {
+            gate_reads(p, DATE)
+                .into_iter()
+                .filter(|r| r.contains("ZZ"))
+                .collect()
+        };
+        assert_eq!(zz("1"), [".tmp/ZZ-phase1-context.md"]);
+        assert_eq!(zz("final"), [".tmp/ZZ-phasefinal-context.md"]);
+        assert!(gate_reads("1", DATE).contains(&gatelog::GATE_LOG.to_string()));
     }
 
     #[test]

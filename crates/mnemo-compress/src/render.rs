@@ -2,7 +2,7 @@
 //!
 //! * [`render_zz`]: `ZZ-phase{N}-context.md` in the §8 structure (the same
 //!   headings, Budget and Cross-References), with dense entries: an
-//!   expanded entry is one head line (`**Agent** — title · fields`)
+//!   expanded entry is one head line (`**Agent** — title · fields · files`)
 //!   and its §4 lines as a list, only the gotcha labelled; the STANDARD
 //!   table has `| Agent | Summary |`, the gate's date is stated once and a
 //!   status only when it is not `complete`. The Budget states the o200k
@@ -335,7 +335,7 @@ fn field_bits(e: &EntryView, zz_date: &str) -> Vec<String> {
 /// One entry as `## Priority Entries` writes it. An expanded entry:
 ///
 /// ```text
-/// **Hermes** — Auth endpoints · files: a.py, b.py +1 more
+/// **Hermes** — Auth endpoints · a.py, b.py +1 more
 /// - What changed (the agent's words).
 /// - Why it matters to the next agent.
 /// - Gotcha: the gotcha.
@@ -358,7 +358,7 @@ pub fn render_entry(e: &EntryView, zz_date: &str) -> String {
                 let _ = write!(o, " · {b}");
             }
             if e.fields.files && !e.summary.files.is_empty() {
-                let _ = write!(o, " · files: {}", short_file_list(&e.summary.files));
+                let _ = write!(o, " · {}", short_file_list(&e.summary.files));
             }
             o.push('\n');
             let lines = e.summary.lines();

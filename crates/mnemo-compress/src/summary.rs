@@ -20,7 +20,7 @@ use serde::Serialize;
 
 use crate::budget::Mode;
 use crate::extractive as ex;
-use crate::facts::{Facts, extract};
+use crate::facts::{FactKind, Facts, extract};
 use crate::mask::{first_chars, first_words};
 
 /// The longest line a summary writes, in characters (labels excluded).
@@ -250,10 +250,12 @@ impl<'c> DeterministicSummarizer<'c> {
             (_, Mode::Aggressive) | (Band::Low, _) => Body::Aggressive {
                 files: short_file_list(&r.files_changed),
             },
-            _ => Body::Standard {
-                sentence: standard_sentence(r, &facts),
-                files: short_file_list(&r.files_changed),
-            },
+            _ => {
+                let sentence = standard_sentence(r, &facts);
+                // The files the sentence does not name already.
+                let files = short_file_list(&unnamed_files(&r.files_changed, &sentence));
+                Body::Standard { sentence, files }
+            }
         };
         let mut summary = Summary {
             title,
@@ -268,10 +270,33 @@ impl<'c> DeterministicSummarizer<'c> {
         summary
     }
 
+    /// The fact kinds the (from, to) variant of §4 puts first (empty when
+    /// the pair has no variant, or it asks for `all`).
+    fn lead_kinds(&self, req: &SummaryRequest<'_>) -> Vec<FactKind> {
+        let Some(to) = req.to else {
+            return Vec::new();
+        };
+        let Some(v) = self.config.variant_for(req.from, to) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for name in &v.include {
+            if name == "all" {
+                return Vec::new();
+            }
+            for &k in FactKind::for_variant(name) {
+                if !out.contains(&k) {
+                    out.push(k);
+                }
+            }
+        }
+        out
+    }
+
     fn expanded(
         &self,
         req: &SummaryRequest<'_>,
-        _facts: &Facts,
+        facts: &Facts,
         critical: bool,
     ) -> (String, String, String) {
         let r = req.record;
@@ -306,7 +331,7 @@ impl<'c> DeterministicSummarizer<'c> {
             }
             // The lead says what changed: kept even when it names nothing.
             let condensed = if i == 0 && !ex::is_warning(sentence) {
-                Some(sentence.clone())
+                Some(ex::condense(sentence).unwrap_or_else(|| sentence.clone()))
             } else {
                 ex::condense(sentence)
             };
@@ -318,6 +343,15 @@ impl<'c> DeterministicSummarizer<'c> {
             }
             pool.push((c, ex::is_warning(sentence)));
         }
+        // §4 per-pair variants: the sentences that carry the kinds of fact
+        // the receiver asks for lead (after the lead sentence, in their
+        // order; the others keep theirs after them).
+        lead_by_variant(
+            &mut pool,
+            usize::from(!title_lead),
+            facts,
+            &self.lead_kinds(req),
+        );
         let gotcha = match own_gotcha {
             Some(g) => Some(g),
             None => {
@@ -329,6 +363,8 @@ impl<'c> DeterministicSummarizer<'c> {
             }
         };
         let pool: Vec<String> = pool.into_iter().map(|(s, _)| s).collect();
+        // A clause that only says again what an earlier one said goes.
+        let pool = ex::drop_repeated(&pool);
         let (mut what, mut to_next) = match (own_what, own_why) {
             (Some(w), Some(y)) => (join(&[w], &pool), y),
             (Some(w), None) => (w, pool.join(" ")),
@@ -364,6 +400,42 @@ impl<'c> DeterministicSummarizer<'c> {
     }
 }
 
+/// Stable-sorts `pool[from..]` by the first of `kinds` whose fact each
+/// sentence states (a sentence with none of them goes after, in order);
+/// warnings stay where they are (they become the gotcha).
+fn lead_by_variant(pool: &mut [(String, bool)], from: usize, facts: &Facts, kinds: &[FactKind]) {
+    if kinds.is_empty() || pool.len() <= from + 1 {
+        return;
+    }
+    let rank = |s: &str| -> usize {
+        kinds
+            .iter()
+            .position(|k| {
+                facts
+                    .of(*k)
+                    .any(|f| !f.text.is_empty() && s.contains(f.text.as_str()))
+            })
+            .unwrap_or(kinds.len())
+    };
+    let tail = &mut pool[from..];
+    let fixed: Vec<usize> = tail
+        .iter()
+        .enumerate()
+        .filter(|(_, (_, w))| *w)
+        .map(|(i, _)| i)
+        .collect();
+    let mut movable: Vec<(String, bool)> = tail.iter().filter(|(_, w)| !*w).cloned().collect();
+    movable.sort_by_key(|(s, _)| rank(s));
+    let mut m = movable.into_iter();
+    for (i, slot) in tail.iter_mut().enumerate() {
+        if !fixed.contains(&i)
+            && let Some(x) = m.next()
+        {
+            *slot = x;
+        }
+    }
+}
+
 /// True when `text` names `path`: the whole path, or its file name as a
 /// word of its own (`routes.rb` in "see routes.rb"). A bare directory name
 /// or a name shorter than four characters does not count.
@@ -377,6 +449,20 @@ pub fn names_path(text: &str, path: &str) -> bool {
         return false;
     }
     let is_word = |c: char| c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '/');
+    // A distinctive stem (`V12__reservations` of `V12__reservations.sql`,
+    // `ReserveButton` of `ReserveButton.vue`): an identifier of at least
+    // five characters, written as a word of its own.
+    let stem = name.rsplit_once('.').map_or(name, |(s, _)| s);
+    if stem.chars().count() >= 5
+        && ex::is_identifier(stem)
+        && text.match_indices(stem).any(|(i, _)| {
+            let before = text[..i].chars().next_back();
+            let after = text[i + stem.len()..].chars().next();
+            before.is_none_or(|c| !is_word(c)) && after.is_none_or(|c| !is_word(c) || c == '.')
+        })
+    {
+        return true;
+    }
     text.match_indices(name).any(|(i, _)| {
         let before = text[..i].chars().next_back();
         let after = text[i + name.len()..].chars().next();
@@ -505,9 +591,12 @@ fn split_lines(pool: &[String]) -> (String, String) {
 }
 
 /// Keeps a line within [`LINE_CAP`] by dropping whole sentences from its
-/// end (never cutting one); a single sentence over the cap is kept whole
-/// up to its last clause that fits.
-fn cap_line(line: &str) -> String {
+/// end (never cutting one); a single sentence over the cap is kept up to
+/// its last clause that fits; a first clause over the cap is cut between
+/// two words neither of which is part of a fact
+/// ([`ex::cut_between_facts`]). No cut ever falls inside a fact (a path, a
+/// status code and its reason, a `key=value`), and none adds `…`.
+pub fn cap_line(line: &str) -> String {
     let line = line.split_whitespace().collect::<Vec<_>>().join(" ");
     if line.chars().count() <= LINE_CAP {
         return line;
@@ -532,10 +621,7 @@ fn cap_line(line: &str) -> String {
         }
     }
     if out.is_empty() {
-        out = first_chars(&line, LINE_CAP).to_string();
-        if let Some(i) = out.rfind(' ') {
-            out.truncate(i);
-        }
+        out = ex::cut_between_facts(&line, LINE_CAP);
     }
     out
 }
@@ -696,6 +782,77 @@ mod tests {
         assert_eq!(
             c,
             "Clients that poll too often are throttled and then retried"
+        );
+    }
+
+    #[test]
+    fn cap_line_cuts_between_sentences_and_clauses_never_inside_a_fact() {
+        // Whole sentences are dropped from the end.
+        let s1 = format!(
+            "POST /v2/intents returns 202 Accepted. {}",
+            "Polling is fine. ".repeat(40)
+        );
+        let c = cap_line(&s1);
+        assert!(c.chars().count() <= LINE_CAP, "{c}");
+        assert!(
+            c.starts_with("POST /v2/intents returns 202 Accepted."),
+            "{c}"
+        );
+        assert!(c.ends_with('.') && !c.contains('…'), "{c}");
+        // One long sentence: cut after its last clause that fits.
+        let long = format!(
+            "GET /a/{{id}} returns 410 Gone, {}and the end",
+            "a list item, ".repeat(40)
+        );
+        let c = cap_line(&long);
+        assert!(c.chars().count() <= LINE_CAP, "{c}");
+        assert!(c.starts_with("GET /a/{id} returns 410 Gone"), "{c}");
+        assert!(!c.contains('…') && !c.ends_with(','), "{c}");
+        // One clause over the cap, the cap inside a fact: the cut falls
+        // before the fact, between two plain words.
+        let clause = format!(
+            "{}GET /login?expired=1 answers 302 Found",
+            "word ".repeat(93)
+        );
+        let c = cap_line(&clause);
+        assert!(c.chars().count() <= LINE_CAP, "{c}");
+        assert_eq!(c, "word ".repeat(93).trim());
+        // The fact fits: it is kept, the cut after it.
+        let clause = format!(
+            "{}GET /login?expired=1 answers 302 Found{}",
+            "word ".repeat(50),
+            " word".repeat(80)
+        );
+        let c = cap_line(&clause);
+        assert!(c.chars().count() <= LINE_CAP, "{c}");
+        assert!(
+            c.contains("GET /login?expired=1 answers 302 Found word"),
+            "{c}"
+        );
+        assert!(!c.contains('…'), "{c}");
+    }
+
+    #[test]
+    fn a_file_whose_distinctive_stem_is_named_is_not_listed_again() {
+        let files: Vec<String> = [
+            "db/V12__reservations.sql",
+            "web/ReserveButton.vue",
+            "web/Revenue.tsx",
+            "k8s/default-deny.yaml",
+            "db/purge_user.sql",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let text = "Flyway migration V12__reservations adds a table; the ReserveButton \
+                    component and the Revenue page; default-deny is missing; purge_users stays.";
+        // `Revenue` is an English word, `purge_users` another identifier.
+        assert_eq!(
+            unnamed_files(&files, text),
+            vec![
+                "web/Revenue.tsx".to_string(),
+                "db/purge_user.sql".to_string()
+            ]
         );
     }
 

@@ -307,3 +307,58 @@ fn empty_and_hostile_input_never_panics() {
         }
     }
 }
+
+/// §4 per-pair variants choose which facts lead: the same summary leads
+/// with its endpoints for Aphrodite and with its tables for Demeter.
+#[test]
+fn per_pair_variants_choose_which_facts_lead() {
+    let config = Config::default();
+    let s = DeterministicSummarizer::new(&config);
+    let r = SummaryRecord {
+        agent: Some("hermes".into()),
+        summary: "Shipped the invoices feature in billing-api today. \
+                  The new table invoices has a foreign key to customers(id). \
+                  Cached totals live in Redis for 60 s. \
+                  POST /invoices returns 201 Created with the new id."
+            .into(),
+        ..SummaryRecord::default()
+    };
+    let lines = |to: &str| {
+        let sum = s
+            .summarize(&SummaryRequest {
+                record: &r,
+                band: Band::High,
+                mode: Mode::Expanded,
+                from: "hermes",
+                to: Some(to),
+            })
+            .unwrap();
+        sum.lines().join(" ")
+    };
+    let front = lines("aphrodite");
+    let back = lines("demeter");
+    let pos = |t: &str, f: &str| t.find(f).unwrap_or_else(|| panic!("{f} not in {t}"));
+    // Hermes → Aphrodite: endpoints, payload shape, status codes first.
+    assert!(
+        pos(&front, "POST /invoices") < pos(&front, "invoices has a foreign key"),
+        "{front}"
+    );
+    // Hermes → Demeter: tables, relationships, foreign keys first.
+    assert!(
+        pos(&back, "invoices has a foreign key") < pos(&back, "POST /invoices"),
+        "{back}"
+    );
+    // Both keep the lead sentence first and every fact.
+    for t in [&front, &back] {
+        assert!(t.starts_with("Shipped the invoices feature"), "{t}");
+        for f in ["customers(id)", "60 s", "201 Created"] {
+            assert!(t.contains(f), "{f}: {t}");
+        }
+    }
+    // A pair without a variant keeps the agent's order.
+    let plain = lines("prometheus");
+    assert!(
+        pos(&plain, "invoices has a foreign key") < pos(&plain, "POST /invoices"),
+        "{plain}"
+    );
+}

@@ -96,6 +96,8 @@ COMMIT;
 #[derive(Debug)]
 struct Stmts {
     lock: Statement,
+    state: Statement,
+    flush: Statement,
     create: Statement,
     set_handshake: Statement,
     mark_request: Statement,
@@ -118,6 +120,45 @@ impl Stmts {
         Ok(Stmts {
             lock: c.prepare(
                 "SELECT version, methods FROM guardian_sessions WHERE session_id = $1 FOR UPDATE",
+            )?,
+            // What a unit of work needs of a session it has just locked, in
+            // one round trip (a statement of its own, after the lock, so
+            // that it reads what the previous holder committed): the chain
+            // head, the last step number, and which of the request ids and
+            // nonces it is about to mark the session has already seen.
+            state: c.prepare(
+                "SELECT h.seq, h.hash,
+                   (SELECT max(seq) FROM guardian_steps WHERE session_id = $1),
+                   ARRAY(SELECT request_id FROM guardian_seen_requests
+                         WHERE session_id = $1 AND request_id = ANY($2::text[])),
+                   ARRAY(SELECT nonce FROM guardian_seen_nonces
+                         WHERE session_id = $1 AND nonce = ANY($3::text[]))
+                 FROM (SELECT 1) AS one
+                 LEFT JOIN LATERAL (SELECT seq, hash FROM guardian_chain WHERE session_id = $1
+                                    ORDER BY seq DESC LIMIT 1) AS h ON true",
+            )?,
+            // The writes a unit of work deferred (rows it knows to be new),
+            // all in one statement: every data-modifying WITH runs once.
+            flush: c.prepare(
+                "WITH r AS (
+                   INSERT INTO guardian_seen_requests (session_id, request_id, at_ms)
+                   SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[]) ON CONFLICT DO NOTHING),
+                 n AS (
+                   INSERT INTO guardian_seen_nonces (session_id, nonce, at_ms)
+                   SELECT * FROM unnest($4::text[], $5::text[], $6::bigint[]) ON CONFLICT DO NOTHING),
+                 ch AS (
+                   INSERT INTO guardian_chain (session_id, seq, canonical, hash)
+                   SELECT * FROM unnest($7::text[], $8::bigint[], $9::text[], $10::bytea[])),
+                 st AS (
+                   INSERT INTO guardian_steps (session_id, seq, step_id, method, provenance)
+                   SELECT * FROM unnest($11::text[], $12::bigint[], $13::text[], $14::text[], $15::text[])),
+                 o AS (
+                   INSERT INTO guardian_step_origins (session_id, origin, seq)
+                   SELECT * FROM unnest($16::text[], $17::text[], $18::bigint[])),
+                 nd AS (
+                   INSERT INTO guardian_step_nodes (session_id, provenance_id, seq, node)
+                   SELECT * FROM unnest($19::text[], $20::text[], $21::bigint[], $22::text[]))
+                 SELECT 1",
             )?,
             create: c.prepare(
                 "INSERT INTO guardian_sessions (session_id) VALUES ($1) ON CONFLICT DO NOTHING",
@@ -190,7 +231,110 @@ impl Stmts {
     }
 }
 
+/// Rows a unit of work has written but not yet sent: only rows it knows
+/// to be new (their session is locked and their number is above the last
+/// one, or their id was looked up under the lock), sent in one statement
+/// before the next statement of the transaction and at its commit.
+#[derive(Debug, Default)]
+struct Pending {
+    /// Replay marks: session, request id, time.
+    req_session: Vec<String>,
+    req_id: Vec<String>,
+    req_at: Vec<i64>,
+    /// Nonces: session, nonce, time.
+    nonce_session: Vec<String>,
+    nonce: Vec<String>,
+    nonce_at: Vec<i64>,
+    /// Chain entries: session, number, canonical text, hash.
+    chain_session: Vec<String>,
+    chain_seq: Vec<i64>,
+    chain_canonical: Vec<String>,
+    chain_hash: Vec<Vec<u8>>,
+    /// Steps: session, number, step id, method, provenance (JSON).
+    step_session: Vec<String>,
+    step_seq: Vec<i64>,
+    step_id: Vec<String>,
+    step_method: Vec<String>,
+    step_provenance: Vec<String>,
+    /// Their origins index: session, origin, number.
+    origin_session: Vec<String>,
+    origin: Vec<String>,
+    origin_seq: Vec<i64>,
+    /// Their nodes index: session, provenance id, number, node (JSON).
+    node_session: Vec<String>,
+    node_id: Vec<String>,
+    node_seq: Vec<i64>,
+    node: Vec<String>,
+}
+
+impl Pending {
+    fn is_empty(&self) -> bool {
+        self.req_id.is_empty()
+            && self.nonce.is_empty()
+            && self.chain_seq.is_empty()
+            && self.step_seq.is_empty()
+    }
+
+    fn flush(&self, c: &mut Client, st: &Stmts) -> Result<(), StoreError> {
+        if self.is_empty() {
+            return Ok(());
+        }
+        c.execute(
+            &st.flush,
+            &[
+                &self.req_session,
+                &self.req_id,
+                &self.req_at,
+                &self.nonce_session,
+                &self.nonce,
+                &self.nonce_at,
+                &self.chain_session,
+                &self.chain_seq,
+                &self.chain_canonical,
+                &self.chain_hash,
+                &self.step_session,
+                &self.step_seq,
+                &self.step_id,
+                &self.step_method,
+                &self.step_provenance,
+                &self.origin_session,
+                &self.origin,
+                &self.origin_seq,
+                &self.node_session,
+                &self.node_id,
+                &self.node_seq,
+                &self.node,
+            ],
+        )
+        .map_err(pgerr)?;
+        Ok(())
+    }
+}
+
+/// What the open transaction knows of a session whose row it locked
+/// (nothing else can write the session until it ends).
+#[derive(Debug, Default, Clone)]
+struct Locked {
+    handshake: Option<SessionHandshake>,
+    /// The chain head, as this transaction last read or wrote it.
+    head: Option<(u64, Hash)>,
+    /// The highest step number recorded.
+    last_step: Option<u64>,
+    /// Request ids looked up under the lock: `true` once seen.
+    requests: HashMap<String, bool>,
+    /// Likewise nonces.
+    nonces: HashMap<String, bool>,
+}
+
 /// PostgreSQL-backed [`SessionStore`].
+///
+/// Round trips are its cost (each one also crosses to the connection's
+/// thread and back), so a unit of work defers the writes whose outcome it
+/// can know under its row lock (replay marks of announced ids, chain
+/// entries and steps numbered above the session's last) and sends them in
+/// one statement before its next statement or at commit: a batch of
+/// `steps/userMessage`s costs BEGIN, the lock and the session's state per
+/// session, one write and COMMIT, whatever its size.
 #[derive(Debug)]
 pub struct PostgresStore {
     pg: Pg,
@@ -199,11 +343,12 @@ pub struct PostgresStore {
     /// A statement of the open transaction failed: PostgreSQL has aborted
     /// it, and its COMMIT would silently roll back.
     failed: bool,
-    /// Sessions locked by the open transaction, with their handshake.
-    locked: HashMap<String, Option<SessionHandshake>>,
-    /// Chain heads of locked sessions, as this transaction last saw or
-    /// wrote them (saves one round trip per step of a batch).
-    heads: HashMap<String, Option<(u64, Hash)>>,
+    /// Sessions locked by the open transaction.
+    locked: HashMap<String, Locked>,
+    /// Replay marks announced for sessions not locked yet
+    /// ([`SessionStore::expect_marks`]).
+    expected: HashMap<String, (Vec<String>, Vec<String>)>,
+    pending: Pending,
     pending_prune: Option<i64>,
 }
 
@@ -252,6 +397,45 @@ fn lock_row(
     Ok(handshake_from(row.get(0), row.get(1)))
 }
 
+/// Reads a just-locked session's state ([`Stmts::state`]).
+fn read_state(
+    c: &mut Client,
+    st: &Stmts,
+    session: &str,
+    handshake: Option<SessionHandshake>,
+    ids: Vec<String>,
+    nonces: Vec<String>,
+) -> Result<Locked, StoreError> {
+    let row = c
+        .query_one(&st.state, &[&session, &ids, &nonces])
+        .map_err(pgerr)?;
+    let head = match (
+        row.get::<_, Option<i64>>(0),
+        row.get::<_, Option<Vec<u8>>>(1),
+    ) {
+        (Some(seq), Some(h)) => Some((seq.max(0) as u64, hash_from(h)?)),
+        _ => None,
+    };
+    let last_step = row.get::<_, Option<i64>>(2).map(|s| s.max(0) as u64);
+    let seen_ids: Vec<String> = row.get(3);
+    let seen_nonces: Vec<String> = row.get(4);
+    let mut requests: HashMap<String, bool> = ids.into_iter().map(|i| (i, false)).collect();
+    for i in seen_ids {
+        requests.insert(i, true);
+    }
+    let mut nonce_map: HashMap<String, bool> = nonces.into_iter().map(|n| (n, false)).collect();
+    for n in seen_nonces {
+        nonce_map.insert(n, true);
+    }
+    Ok(Locked {
+        handshake,
+        head,
+        last_step,
+        requests,
+        nonces: nonce_map,
+    })
+}
+
 impl PostgresStore {
     /// Connects to `url`, applies the Guardian's migrations (refusing a
     /// database a newer mnemo wrote) and prepares its statements.
@@ -268,20 +452,41 @@ impl PostgresStore {
             in_tx: false,
             failed: false,
             locked: HashMap::new(),
-            heads: HashMap::new(),
+            expected: HashMap::new(),
+            pending: Pending::default(),
             pending_prune: None,
         })
     }
 
-    /// Whether the open transaction holds `session`'s row lock, so that
-    /// its cached chain head cannot be moved by another writer.
-    fn holds_lock(&self, session: &str) -> bool {
-        self.in_tx && self.locked.contains_key(session)
+    /// How many times this store has waited for its connection (each is
+    /// at least one round trip to the database); for tests and benchmarks.
+    pub fn round_trips(&self) -> u64 {
+        self.pg.calls()
+    }
+
+    /// The open transaction's view of `session`, when it holds its row
+    /// lock (so that nobody else can write the session meanwhile).
+    fn locked_mut(&mut self, session: &str) -> Option<&mut Locked> {
+        if self.in_tx {
+            self.locked.get_mut(session)
+        } else {
+            None
+        }
+    }
+
+    /// Inside the open transaction, locks `session` (and reads its state)
+    /// unless it holds it already.
+    fn lock(&mut self, session: &str) -> Result<(), StoreError> {
+        if self.in_tx && !self.locked.contains_key(session) {
+            self.with_session(session, |_, _, _| Ok(()))?;
+        }
+        Ok(())
     }
 
     /// Runs `f` on the connection with `session` locked: inside the open
-    /// transaction (locking the session on first use), or in a transaction
-    /// of its own when none is open.
+    /// transaction (locking the session on first use and reading its
+    /// state, after sending the deferred writes), or in a transaction of
+    /// its own when none is open.
     fn with_session<R: Send + 'static>(
         &mut self,
         session: &str,
@@ -289,8 +494,11 @@ impl PostgresStore {
     ) -> Result<R, StoreError> {
         let st = Arc::clone(&self.stmts);
         let s = session.to_string();
-        let need_lock = !self.locked.contains_key(session);
         let own_tx = !self.in_tx;
+        let need_lock = own_tx || !self.locked.contains_key(session);
+        let expect =
+            (!own_tx && need_lock).then(|| self.expected.remove(session).unwrap_or_default());
+        let pending = std::mem::take(&mut self.pending);
         let out = self
             .pg
             .call(move |c| {
@@ -298,13 +506,18 @@ impl PostgresStore {
                     c.batch_execute("BEGIN").map_err(pgerr)?;
                 }
                 let run = |c: &mut Client| {
-                    let hs = if need_lock {
-                        Some(lock_row(c, &st, &s).map_err(pgerr)?)
+                    pending.flush(c, &st)?;
+                    let locked = if need_lock {
+                        let hs = lock_row(c, &st, &s).map_err(pgerr)?;
+                        match expect {
+                            Some((ids, nonces)) => Some(read_state(c, &st, &s, hs, ids, nonces)?),
+                            None => None,
+                        }
                     } else {
                         None
                     };
                     let r = f(c, &st, &s)?;
-                    Ok::<_, StoreError>((hs, r))
+                    Ok::<_, StoreError>((locked, r))
                 };
                 let out = run(c);
                 if own_tx {
@@ -317,11 +530,11 @@ impl PostgresStore {
                 }
                 out
             })
-            .map_err(db)?;
-        match out {
-            Ok((hs, r)) => {
-                if let (Some(hs), false) = (hs, own_tx) {
-                    self.locked.insert(session.to_string(), hs);
+            .map_err(db);
+        match out.and_then(|o| o) {
+            Ok((locked, r)) => {
+                if let Some(l) = locked {
+                    self.locked.insert(session.to_string(), l);
                 }
                 Ok(r)
             }
@@ -338,16 +551,20 @@ impl PostgresStore {
     /// (for audits and tests).
     pub fn chain_entries(&mut self, session: &str) -> Result<Vec<(String, Hash)>, StoreError> {
         let s = session.to_string();
+        // After this transaction's deferred writes, without locking.
+        let pending = std::mem::take(&mut self.pending);
+        let st = Arc::clone(&self.stmts);
         let rows = self
             .pg
             .call(move |c| {
+                pending.flush(c, &st)?;
                 c.query(
                     "SELECT canonical, hash FROM guardian_chain WHERE session_id = $1 ORDER BY seq",
                     &[&s],
                 )
+                .map_err(pgerr)
             })
-            .map_err(db)?
-            .map_err(pgerr)?;
+            .map_err(db)??;
         rows.into_iter()
             .map(|r| Ok((r.get::<_, String>(0), hash_from(r.get::<_, Vec<u8>>(1))?)))
             .collect()
@@ -367,15 +584,27 @@ impl PostgresStore {
             .map_err(pgerr)
     }
 
-    fn end_tx(&mut self, sql: &'static str) -> Result<(), StoreError> {
+    /// Ends the open transaction: sends the deferred writes and commits
+    /// (`commit`), or drops them and rolls back.
+    fn end_tx(&mut self, commit: bool) -> Result<(), StoreError> {
         self.in_tx = false;
         self.failed = false;
         self.locked.clear();
-        self.heads.clear();
+        self.expected.clear();
+        let pending = std::mem::take(&mut self.pending);
+        let st = Arc::clone(&self.stmts);
         self.pg
-            .call(move |c| c.batch_execute(sql))
+            .call(move |c| {
+                if !commit {
+                    return c.batch_execute("ROLLBACK").map_err(pgerr);
+                }
+                if let Err(e) = pending.flush(c, &st) {
+                    let _ = c.batch_execute("ROLLBACK");
+                    return Err(e);
+                }
+                c.batch_execute("COMMIT").map_err(pgerr)
+            })
             .map_err(db)?
-            .map_err(pgerr)
     }
 
     /// Forgets replay marks older than `before_ms`, outside any unit of
@@ -404,7 +633,7 @@ impl SessionStore for PostgresStore {
             self.in_tx = true;
             self.failed = false;
             self.locked.clear();
-            self.heads.clear();
+            self.pending = Pending::default();
         }
         Ok(())
     }
@@ -413,12 +642,12 @@ impl SessionStore for PostgresStore {
             return Ok(());
         }
         if self.failed {
-            let _ = self.end_tx("ROLLBACK");
+            let _ = self.end_tx(false);
             return Err(StoreError::Backend(
                 "postgres: a statement of this unit of work failed; nothing of it was kept".into(),
             ));
         }
-        self.end_tx("COMMIT")?;
+        self.end_tx(true)?;
         if let Some(before) = self.pending_prune.take() {
             self.prune_now(before);
         }
@@ -427,21 +656,33 @@ impl SessionStore for PostgresStore {
     fn rollback(&mut self) -> Result<(), StoreError> {
         if self.in_tx {
             self.pending_prune = None;
-            self.end_tx("ROLLBACK")?;
+            self.end_tx(false)?;
         }
         Ok(())
     }
     fn lock_sessions(&mut self, sessions: &[&str]) -> Result<(), StoreError> {
         for s in sessions {
-            self.with_session(s, |_, _, _| Ok(()))?;
+            self.lock(s)?;
+        }
+        Ok(())
+    }
+    fn expect_marks(
+        &mut self,
+        session: &str,
+        request_ids: &[&str],
+        nonces: &[&str],
+    ) -> Result<(), StoreError> {
+        if self.in_tx && !self.locked.contains_key(session) {
+            let e = self.expected.entry(session.to_string()).or_default();
+            e.0.extend(request_ids.iter().map(|s| s.to_string()));
+            e.1.extend(nonces.iter().map(|s| s.to_string()));
         }
         Ok(())
     }
     fn handshake(&mut self, session: &str) -> Result<Option<SessionHandshake>, StoreError> {
-        if self.in_tx
-            && let Some(hs) = self.locked.get(session)
-        {
-            return Ok(hs.clone());
+        self.lock(session)?;
+        if let Some(l) = self.locked_mut(session) {
+            return Ok(l.handshake.clone());
         }
         self.with_session(session, |c, st, s| {
             let row = c.query_one(&st.lock, &[&s]).map_err(pgerr)?;
@@ -456,8 +697,8 @@ impl SessionStore for PostgresStore {
                 .map_err(pgerr)?;
             Ok(())
         })?;
-        if self.in_tx {
-            self.locked.insert(session.to_string(), Some(hs.clone()));
+        if let Some(l) = self.locked_mut(session) {
+            l.handshake = Some(hs.clone());
         }
         Ok(())
     }
@@ -467,6 +708,20 @@ impl SessionStore for PostgresStore {
         request_id: &str,
         at_ms: i64,
     ) -> Result<bool, StoreError> {
+        self.lock(session)?;
+        if let Some(l) = self.locked_mut(session)
+            && let Some(seen) = l.requests.get_mut(request_id)
+        {
+            if *seen {
+                return Ok(false);
+            }
+            *seen = true;
+            let p = &mut self.pending;
+            p.req_session.push(session.to_string());
+            p.req_id.push(request_id.to_string());
+            p.req_at.push(at_ms);
+            return Ok(true);
+        }
         let id = request_id.to_string();
         self.with_session(session, move |c, st, s| {
             Ok(c.execute(&st.mark_request, &[&s, &id, &at_ms])
@@ -475,6 +730,20 @@ impl SessionStore for PostgresStore {
         })
     }
     fn mark_nonce(&mut self, session: &str, nonce: &str, at_ms: i64) -> Result<bool, StoreError> {
+        self.lock(session)?;
+        if let Some(l) = self.locked_mut(session)
+            && let Some(seen) = l.nonces.get_mut(nonce)
+        {
+            if *seen {
+                return Ok(false);
+            }
+            *seen = true;
+            let p = &mut self.pending;
+            p.nonce_session.push(session.to_string());
+            p.nonce.push(nonce.to_string());
+            p.nonce_at.push(at_ms);
+            return Ok(true);
+        }
         let nonce = nonce.to_string();
         self.with_session(session, move |c, st, s| {
             Ok(c.execute(&st.mark_nonce, &[&s, &nonce, &at_ms])
@@ -513,6 +782,31 @@ impl SessionStore for PostgresStore {
         for (id, p) in last {
             node_ids.push(id.to_string());
             nodes.push(serde_json::to_string(p).map_err(|e| StoreError::Corrupt(e.to_string()))?);
+        }
+        self.lock(session)?;
+        // Above the session's last step (under the lock): certainly new.
+        if let Some(l) = self.locked_mut(session)
+            && l.last_step.is_none_or(|m| step.seq > m)
+        {
+            l.last_step = Some(step.seq);
+            let p = &mut self.pending;
+            p.step_session.push(session.to_string());
+            p.step_seq.push(seq);
+            p.step_id.push(step_id);
+            p.step_method.push(method);
+            p.step_provenance.push(prov);
+            for o in origins {
+                p.origin_session.push(session.to_string());
+                p.origin.push(o);
+                p.origin_seq.push(seq);
+            }
+            for (id, node) in node_ids.into_iter().zip(nodes) {
+                p.node_session.push(session.to_string());
+                p.node_id.push(id);
+                p.node_seq.push(seq);
+                p.node.push(node);
+            }
+            return Ok(());
         }
         let inserted = self.with_session(session, move |c, st, s| {
             let row = c
@@ -616,12 +910,11 @@ impl SessionStore for PostgresStore {
         })
     }
     fn chain_head(&mut self, session: &str) -> Result<Option<(u64, Hash)>, StoreError> {
-        if self.holds_lock(session)
-            && let Some(head) = self.heads.get(session)
-        {
-            return Ok(*head);
+        self.lock(session)?;
+        if let Some(l) = self.locked_mut(session) {
+            return Ok(l.head);
         }
-        let head = self.with_session(session, |c, st, s| {
+        self.with_session(session, |c, st, s| {
             match c.query_opt(&st.chain_head, &[&s]).map_err(pgerr)? {
                 None => Ok(None),
                 Some(r) => Ok(Some((
@@ -629,11 +922,7 @@ impl SessionStore for PostgresStore {
                     hash_from(r.get::<_, Vec<u8>>(1))?,
                 ))),
             }
-        })?;
-        if self.holds_lock(session) {
-            self.heads.insert(session.to_string(), head);
-        }
-        Ok(head)
+        })
     }
     fn append_chain(
         &mut self,
@@ -644,28 +933,27 @@ impl SessionStore for PostgresStore {
     ) -> Result<(), StoreError> {
         let n = seq;
         let seq = seq_i64(seq)?;
+        self.lock(session)?;
+        // Above the head (the entry with the highest number, under the
+        // lock): certainly new.
+        if let Some(l) = self.locked_mut(session)
+            && l.head.is_none_or(|(m, _)| n > m)
+        {
+            l.head = Some((n, *hash));
+            let p = &mut self.pending;
+            p.chain_session.push(session.to_string());
+            p.chain_seq.push(seq);
+            p.chain_canonical.push(canonical.to_string());
+            p.chain_hash.push(hash.to_vec());
+            return Ok(());
+        }
         let canonical = canonical.to_string();
         let bytes = hash.to_vec();
-        let out = self.with_session(session, move |c, st, s| {
+        self.with_session(session, move |c, st, s| {
             c.execute(&st.append_chain, &[&s, &seq, &canonical, &bytes])
                 .map_err(pgerr)?;
             Ok(())
-        });
-        match (&out, self.holds_lock(session)) {
-            (Ok(()), true) => {
-                // Advanced only from a head this transaction read: the head
-                // is the entry with the highest number.
-                if let Some(h) = self.heads.get_mut(session)
-                    && h.is_none_or(|(m, _)| n > m)
-                {
-                    *h = Some((n, *hash));
-                }
-            }
-            _ => {
-                self.heads.remove(session);
-            }
-        }
-        out
+        })
     }
     fn record_compaction(
         &mut self,

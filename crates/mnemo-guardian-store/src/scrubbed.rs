@@ -119,6 +119,15 @@ impl<S: SessionStore> SessionStore for Scrubbed<S> {
     fn lock_sessions(&mut self, sessions: &[&str]) -> Result<(), StoreError> {
         self.inner.lock_sessions(sessions)
     }
+    fn expect_marks(
+        &mut self,
+        session: &str,
+        request_ids: &[&str],
+        nonces: &[&str],
+    ) -> Result<(), StoreError> {
+        // A look-up writes nothing; the marks themselves are checked.
+        self.inner.expect_marks(session, request_ids, nonces)
+    }
     fn handshake(&mut self, session: &str) -> Result<Option<SessionHandshake>, StoreError> {
         self.inner.handshake(session)
     }

@@ -16,7 +16,7 @@ use crate::validate::{self, ValidationError};
 use mnemo_acs::sign::{self, SignatureError};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 pub use mnemo_acs::sign::{base64_decode, base64_encode, session_key};
 
@@ -432,7 +432,28 @@ impl<S: SessionStore> Guardian<S> {
             .collect();
         sessions.sort_unstable();
         sessions.dedup();
-        if let Err(e) = self.store.lock_sessions(&sessions) {
+        // The replay marks the batch will ask for, per session: a store
+        // that pays a round trip per statement reads them with the lock.
+        let mut marks: BTreeMap<&str, (Vec<&str>, Vec<&str>)> = BTreeMap::new();
+        for r in reqs {
+            let Some(session) = r
+                .pointer("/params/metadata/session_id")
+                .and_then(Value::as_str)
+            else {
+                continue;
+            };
+            let (ids, nonces) = marks.entry(session).or_default();
+            if let Some(id) = r.pointer("/params/request_id").and_then(Value::as_str) {
+                ids.push(id);
+            }
+            if let Some(n) = r.pointer("/params/nonce").and_then(Value::as_str) {
+                nonces.push(n);
+            }
+        }
+        let announced = marks
+            .iter()
+            .try_for_each(|(s, (ids, nonces))| self.store.expect_marks(s, ids, nonces));
+        if let Err(e) = announced.and_then(|()| self.store.lock_sessions(&sessions)) {
             let _ = self.store.rollback();
             let e: RpcError = e.into();
             return ids.into_iter().map(|id| error_response(id, &e)).collect();

@@ -108,6 +108,21 @@ pub trait SessionStore {
         let _ = sessions;
         Ok(())
     }
+    /// Within a unit of work, before [`lock_sessions`](Self::lock_sessions):
+    /// the request ids and nonces that the unit of work is about to mark in
+    /// `session`, so that a store paying a round trip per statement can
+    /// look them all up at once, when it locks the session. A hint only: the
+    /// answers of [`mark_request`](Self::mark_request) and
+    /// [`mark_nonce`](Self::mark_nonce) never depend on it.
+    fn expect_marks(
+        &mut self,
+        session: &str,
+        request_ids: &[&str],
+        nonces: &[&str],
+    ) -> Result<(), StoreError> {
+        let _ = (session, request_ids, nonces);
+        Ok(())
+    }
     /// The session's handshake, when it completed one.
     fn handshake(&mut self, session: &str) -> Result<Option<SessionHandshake>, StoreError>;
     /// Records (or replaces) the session's handshake.
@@ -495,6 +510,14 @@ impl<T: SessionStore + ?Sized> SessionStore for Box<T> {
     }
     fn lock_sessions(&mut self, sessions: &[&str]) -> Result<(), StoreError> {
         (**self).lock_sessions(sessions)
+    }
+    fn expect_marks(
+        &mut self,
+        session: &str,
+        request_ids: &[&str],
+        nonces: &[&str],
+    ) -> Result<(), StoreError> {
+        (**self).expect_marks(session, request_ids, nonces)
     }
     fn handshake(&mut self, session: &str) -> Result<Option<SessionHandshake>, StoreError> {
         (**self).handshake(session)

@@ -16,6 +16,7 @@
 //! it its migrations and its statements.
 
 use postgres::{Client, NoTls};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 
 pub use postgres;
@@ -76,6 +77,7 @@ type Job = Box<dyn FnOnce(&mut Client) + Send>;
 #[derive(Debug)]
 pub struct Pg {
     jobs: mpsc::Sender<Job>,
+    calls: AtomicU64,
 }
 
 /// Whether `s` names a PostgreSQL database (`postgres://` or `postgresql://`).
@@ -153,7 +155,10 @@ impl Pg {
                 }
             })?;
         ready_rx.recv().map_err(|_| PgError::Gone)??;
-        Ok(Pg { jobs })
+        Ok(Pg {
+            jobs,
+            calls: AtomicU64::new(0),
+        })
     }
 
     /// Runs `f` on the connection and waits for its answer.
@@ -161,6 +166,7 @@ impl Pg {
         &self,
         f: impl FnOnce(&mut Client) -> R + Send + 'static,
     ) -> Result<R, PgError> {
+        self.calls.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = mpsc::sync_channel(1);
         self.jobs
             .send(Box::new(move |c: &mut Client| {
@@ -168,6 +174,13 @@ impl Pg {
             }))
             .map_err(|_| PgError::Gone)?;
         rx.recv().map_err(|_| PgError::Gone)
+    }
+
+    /// How many [`call`](Self::call)s this connection has served (each
+    /// one a trip to its thread and at least one round trip to the
+    /// database): what a store's batching is measured by.
+    pub fn calls(&self) -> u64 {
+        self.calls.load(Ordering::Relaxed)
     }
 
     /// Brings `component`'s tables to the newest of `migrations` (version

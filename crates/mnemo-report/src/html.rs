@@ -7,7 +7,9 @@
 
 use std::fmt::Write as _;
 
-use crate::model::{BandCounts, EntryReport, Lines, Report, SessionReport};
+use mnemo_compress::gatelog::{EntryLog, SkipLog};
+
+use crate::model::{BandCounts, EntryReport, GateReport, Lines, Report, SessionReport};
 
 /// Charts draw at most this many bars or nodes; the tables list everything.
 pub const CHART_CAP: usize = 200;
@@ -171,6 +173,7 @@ pub fn to_html(r: &Report) -> String {
     o.push_str("</header>\n<main>\n");
     budget(&mut o, r);
     entries(&mut o, r);
+    gates(&mut o, r);
     skipped(&mut o, r);
     archive(&mut o, r);
     xref(&mut o, r);
@@ -193,7 +196,7 @@ fn opt_lines(v: Option<Lines>) -> String {
 
 fn totals(o: &mut String, r: &Report) {
     let t = &r.totals;
-    let items: [(&str, &str, String); 12] = [
+    let items: [(&str, &str, String); 13] = [
         ("phases", "Phases", t.phases.to_string()),
         ("entries", "Entries", t.entries.to_string()),
         ("critical", "CRITICAL", t.by_band.critical.to_string()),
@@ -210,6 +213,7 @@ fn totals(o: &mut String, r: &Report) {
         ("archived", "Archived by C7", t.archived.to_string()),
         ("xref-ids", "Cross-reference ids", t.xref_ids.to_string()),
         ("sessions", "Guardian sessions", t.sessions.to_string()),
+        ("gates", "Gates logged", t.gates.to_string()),
     ];
     o.push_str("<dl class=\"totals\">\n");
     for (id, label, v) in items {
@@ -529,6 +533,232 @@ fn entries(o: &mut String, r: &Report) {
         o.push_str(&n);
     }
     o.push_str("</section>\n");
+}
+
+/// Half-line units as lines (`13` → `6.5`).
+fn half(n: u32) -> String {
+    Lines { half_lines: n }.display()
+}
+
+/// The explain with each dimension's value; dimensions nothing set are
+/// left out.
+fn explain_log(e: &EntryLog) -> String {
+    e.explain
+        .iter()
+        .filter(|x| !x.why.starts_with("no "))
+        .map(|x| {
+            if x.value.is_empty() {
+                format!("{}: {}", x.dimension, x.why)
+            } else {
+                format!("{} {}: {}", x.dimension, x.value, x.why)
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+fn gates(o: &mut String, r: &Report) {
+    let g = &r.gates.gates;
+    section_open(o, "gates", "The gate log: what each gate decided", g.len());
+    if !r.gates.unreadable_lines.is_empty() {
+        let lines: Vec<String> = r
+            .gates
+            .unreadable_lines
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        let _ = writeln!(
+            o,
+            "<p class=\"flag\" data-unreadable=\"{}\">Lines of the gate log that could not be read: {}.</p>",
+            lines.len(),
+            lines.join(", ")
+        );
+    }
+    if g.is_empty() {
+        o.push_str("<p>No gate log (<code>_xref/gate-log.jsonl</code>): no gate has changed this bank since mnemo started keeping it.</p>\n</section>\n");
+        return;
+    }
+    // One row per gate.
+    let (rows, note) = capped(g, "gates");
+    let folded = fold_open(o, rows.len(), "gates");
+    o.push_str("<table id=\"gates-table\">\n<caption>Gates in the order they ran: budget used of allocated (lines), entries by band, skipped inputs, guardrail flags, C7, and whether a later gate of the phase replaced its ZZ artifact</caption>\n");
+    o.push_str("<thead><tr><th scope=\"col\" class=\"n\">Gate</th><th scope=\"col\">Date</th><th scope=\"col\">Phase</th><th scope=\"col\" class=\"n\">Used / allocated (carried)</th><th scope=\"col\" class=\"n\">CRITICAL</th><th scope=\"col\" class=\"n\">HIGH</th><th scope=\"col\" class=\"n\">MEDIUM</th><th scope=\"col\" class=\"n\">LOW</th><th scope=\"col\" class=\"n\">Skipped</th><th scope=\"col\">Guardrail flags</th><th scope=\"col\">C7</th><th scope=\"col\">Replaced by</th></tr></thead>\n<tbody>\n");
+    for gr in rows {
+        gate_row(o, gr);
+    }
+    o.push_str("</tbody>\n</table>\n");
+    fold_close(o, folded);
+    if let Some(n) = note {
+        o.push_str(&n);
+    }
+
+    // Entries of every gate (the last TABLE_CAP).
+    let all: Vec<(u64, &EntryLog)> = g
+        .iter()
+        .flat_map(|gr| gr.record.entries.iter().map(move |e| (gr.record.seq, e)))
+        .collect();
+    let (rows, note) = capped(&all, "entries of the gates");
+    let folded = fold_open(o, rows.len(), "gate entries");
+    o.push_str("<table id=\"gate-entries-table\">\n<caption>Each gate's entries: band and score with the explain (which keyword or rule set each dimension), lines given, sizes of the input (text fields and files) and of the entry in characters and o200k tokens, and the facts of the input the entry kept and dropped</caption>\n");
+    o.push_str("<thead><tr><th scope=\"col\" class=\"n\">Gate</th><th scope=\"col\">Entry</th><th scope=\"col\">Band</th><th scope=\"col\" class=\"n\">Score</th><th scope=\"col\" class=\"n\">Lines</th><th scope=\"col\">Action</th><th scope=\"col\" class=\"n\">Input chars / tokens</th><th scope=\"col\" class=\"n\">Entry chars / tokens</th><th scope=\"col\" class=\"n\">Facts kept</th><th scope=\"col\">Explain</th><th scope=\"col\">Facts kept; dropped</th></tr></thead>\n<tbody>\n");
+    for (seq, e) in rows {
+        let _ = write!(
+            o,
+            "<tr><td class=\"n\">{seq}</td><th scope=\"row\">{}</th><td class=\"b-{}\">{}{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{} / {}</td><td class=\"n\">{} / {}</td><td class=\"n\">{} of {}</td><td>{}</td><td>",
+            esc_text(&e.key),
+            esc(&e.band),
+            esc_text(&e.band),
+            if e.band == e.scored_band {
+                String::new()
+            } else {
+                format!(" (scored {})", esc_text(&e.scored_band))
+            },
+            esc_text(&e.score),
+            half(e.lines_half),
+            esc_text(&e.action),
+            e.input_chars,
+            e.input_tokens,
+            e.entry_chars,
+            e.entry_tokens,
+            e.facts_kept.len(),
+            e.facts_total,
+            esc_text(&explain_log(e)),
+        );
+        if !e.facts_kept.is_empty() {
+            o.push_str("Kept: ");
+            o.push_str(&esc_text(&group_facts(&e.facts_kept)));
+            o.push('.');
+        }
+        if !e.facts_dropped.is_empty() {
+            if !e.facts_kept.is_empty() {
+                o.push(' ');
+            }
+            o.push_str("Dropped: ");
+            o.push_str(&esc_text(&group_facts(&e.facts_dropped)));
+            o.push('.');
+        }
+        o.push_str("</td></tr>\n");
+    }
+    o.push_str("</tbody>\n</table>\n");
+    fold_close(o, folded);
+    if let Some(n) = note {
+        o.push_str(&n);
+    }
+
+    // Skipped inputs and C7 runs, when any gate had them.
+    let skips: Vec<(u64, &SkipLog)> = g
+        .iter()
+        .flat_map(|gr| gr.record.skipped.iter().map(move |s| (gr.record.seq, s)))
+        .collect();
+    if !skips.is_empty() {
+        let (rows, note) = capped(&skips, "skipped inputs of the gates");
+        let folded = fold_open(o, rows.len(), "skipped inputs");
+        o.push_str("<table id=\"gate-skipped-table\">\n<caption>Inputs each gate's preflight skipped, with the reason</caption>\n");
+        o.push_str("<thead><tr><th scope=\"col\" class=\"n\">Gate</th><th scope=\"col\">Input</th><th scope=\"col\">Agent</th><th scope=\"col\">Phase</th><th scope=\"col\">Reason</th></tr></thead>\n<tbody>\n");
+        for (seq, sk) in rows {
+            let _ = writeln!(
+                o,
+                "<tr><td class=\"n\">{seq}</td><th scope=\"row\">{}</th><td>{}</td><td>P{}</td><td>{}</td></tr>",
+                esc_text(&sk.source),
+                esc_text(&sk.agent),
+                esc_text(&sk.phase),
+                esc_text(&sk.reason)
+            );
+        }
+        o.push_str("</tbody>\n</table>\n");
+        fold_close(o, folded);
+        if let Some(n) = note {
+            o.push_str(&n);
+        }
+    }
+    let trims: Vec<&GateReport> = g.iter().filter(|gr| gr.record.c7.is_some()).collect();
+    if !trims.is_empty() {
+        let (rows, note) = capped(&trims, "C7 runs");
+        let folded = fold_open(o, rows.len(), "C7 runs");
+        o.push_str("<table id=\"gate-c7-table\">\n<caption>C7 runs within gates: the section's cap and its size before and after (lines), the entries moved to the archive and those shortened to one line</caption>\n");
+        o.push_str("<thead><tr><th scope=\"col\" class=\"n\">Gate</th><th scope=\"col\" class=\"n\">Cap</th><th scope=\"col\" class=\"n\">Before</th><th scope=\"col\" class=\"n\">After</th><th scope=\"col\">Removed</th><th scope=\"col\">Shortened</th><th scope=\"col\">Archive</th></tr></thead>\n<tbody>\n");
+        for gr in rows {
+            let Some(c) = &gr.record.c7 else { continue };
+            let _ = writeln!(
+                o,
+                "<tr><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                gr.record.seq,
+                half(c.cap_half_lines),
+                half(c.before_half_lines),
+                half(c.after_half_lines),
+                esc_text(&c.removed.join(", ")),
+                esc_text(&c.shortened.join(", ")),
+                esc_text(&c.archive)
+            );
+        }
+        o.push_str("</tbody>\n</table>\n");
+        fold_close(o, folded);
+        if let Some(n) = note {
+            o.push_str(&n);
+        }
+    }
+    o.push_str("</section>\n");
+}
+
+fn gate_row(o: &mut String, gr: &GateReport) {
+    let r = &gr.record;
+    let mut b = BandCounts::default();
+    for e in &r.entries {
+        match e.band.as_str() {
+            "CRITICAL" => b.critical += 1,
+            "HIGH" => b.high += 1,
+            "MEDIUM" => b.medium += 1,
+            _ => b.low += 1,
+        }
+    }
+    let _ = write!(
+        o,
+        "<tr data-seq=\"{}\"><th scope=\"row\" class=\"n\">{}</th><td>{}</td><td>P{}</td><td class=\"n\">{} / {} ({}){}</td>",
+        r.seq,
+        r.seq,
+        esc_text(&r.date),
+        esc_text(&r.phase),
+        half(r.budget.used_half_lines),
+        half(r.budget.allocated_half_lines),
+        half(r.budget.carried_half_lines),
+        if r.budget.over_budget {
+            " <span class=\"flag\">over budget</span>"
+        } else {
+            ""
+        }
+    );
+    band_counts_cells(o, &b);
+    let flags: Vec<String> = r
+        .flags
+        .iter()
+        .map(|f| {
+            if f.escalation {
+                format!("escalation: {}", f.message)
+            } else {
+                f.message.clone()
+            }
+        })
+        .collect();
+    let _ = writeln!(
+        o,
+        "<td class=\"n\">{}</td><td{}>{}</td><td>{}</td><td>{}</td></tr>",
+        r.skipped.len(),
+        if flags.is_empty() {
+            ""
+        } else {
+            " class=\"flag\""
+        },
+        if flags.is_empty() {
+            "none".to_string()
+        } else {
+            esc_text(&flags.join(" "))
+        },
+        r.c7.as_ref().map_or("—".to_string(), |c| esc_text(&c.log)),
+        gr.replaced_by
+            .map_or("— (last gate of the phase)".to_string(), |n| format!(
+                "gate {n}"
+            ))
+    );
 }
 
 fn skipped(o: &mut String, r: &Report) {

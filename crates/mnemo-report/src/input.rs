@@ -16,6 +16,8 @@ pub struct BankFiles {
     pub zz: Vec<(String, String)>,
     /// `_notes/archive/*-compressed-entries.md` files: (relative path, text).
     pub archives: Vec<(String, String)>,
+    /// `_xref/gate-log.jsonl`.
+    pub gate_log: Option<String>,
 }
 
 /// The Guardian store's rows, every session.

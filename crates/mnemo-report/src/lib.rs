@@ -20,7 +20,8 @@ pub mod model;
 
 pub use html::to_html;
 pub use input::{BankFiles, CompactionRow, SessionRows, StepRow, StoreDump};
-pub use model::{Report, build};
+pub use mnemo_compress::gatelog::GATE_LOG;
+pub use model::{GateReport, GatesReport, Report, build};
 
 /// The report as pretty-printed JSON (keys in declaration order), ending
 /// with a newline.

@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use mnemo_compress::facts;
+use mnemo_compress::gatelog::{self, GateRecord};
 use mnemo_compress::render::parse_marker;
 use mnemo_compress::xref::{TableKind, parse_index};
 use mnemo_model::Config;
@@ -20,12 +21,10 @@ pub const REPORT_VERSION: u32 = 1;
 
 /// What the bank does not record yet, so the report cannot show it.
 pub const NOT_RECORDED: &[&str] = &[
-    "guardrail flags and overruns are printed by the gate on stderr, not recorded: the report recomputes them from each phase's ZZ artifact",
-    "only the last gate of a phase keeps its ZZ artifact (budget), so earlier gates of the same phase are not shown",
-    "skipped inputs are recorded only when they were blocked (a Decision Links row); records skipped for other reasons (preflight, duplicates, Guardian deny) are reported on stderr only",
-    "a C7 trim records the archived entry text, not when it ran or the section size before and after",
-    "the explain of a score is not stored: it is recomputed from the progress log's summary and file list with the configuration in effect",
-    "the raw input of an entry is not kept: its size is that of the progress log's summary and file list, which leave out the gotcha and other fields, so an entry can be larger than this input",
+    "gates run before the gate log (_xref/gate-log.jsonl) existed have no line in it: for them the budget section recomputes guardrail flags from each phase's ZZ artifact, and the entries table recomputes the explain from the progress log",
+    "a gate the Guardian denied writes nothing, so it has no gate-log line (the deny is in the Guardian's timeline when a store is given); a gate that changes no byte (a re-run) appends no line either",
+    "the entries table sizes an entry's input from the progress log's summary and file list, which leave out the gotcha and other fields; the gate log's input size counts every text field",
+    "C7 run alone (mnemo trim) records the archived text, not a gate-log line",
     "preCompact decisions recorded by a Guardian before it kept their reasoning show the verdict only",
 ];
 
@@ -75,6 +74,8 @@ pub struct Report {
     pub archive: Vec<ArchivedEntry>,
     /// The cross-reference graph.
     pub xref: XrefGraph,
+    /// The gate log, one record per gate that changed the bank.
+    pub gates: GatesReport,
     /// The Guardian's sessions (absent without a store).
     pub guardian: Option<GuardianReport>,
     /// What the bank and store do not record yet ([`NOT_RECORDED`]).
@@ -103,6 +104,8 @@ pub struct Totals {
     pub xref_ids: usize,
     /// Guardian sessions.
     pub sessions: usize,
+    /// Gates in the gate log.
+    pub gates: usize,
     /// Characters of the inputs (summary + files) of all entries.
     pub input_chars: usize,
     /// Characters of all entries.
@@ -302,6 +305,26 @@ pub struct XrefNode {
     pub agents: Vec<String>,
 }
 
+/// The gate log (`_xref/gate-log.jsonl`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct GatesReport {
+    /// Gates in log order.
+    pub gates: Vec<GateReport>,
+    /// 1-based numbers of the log's lines that could not be read.
+    pub unreadable_lines: Vec<usize>,
+}
+
+/// One gate of the log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GateReport {
+    /// The record as the log keeps it (scrubbed).
+    #[serde(flatten)]
+    pub record: GateRecord,
+    /// The later gate of the same phase whose ZZ artifact replaced this
+    /// one's (`None`: this is the phase's last gate).
+    pub replaced_by: Option<u64>,
+}
+
 /// The Guardian's sessions.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct GuardianReport {
@@ -414,6 +437,7 @@ pub fn build(
         }
     }
     let guardian = store.map(|s| guardian_report(s, &clean));
+    let gates = gates_report(bank.gate_log.as_deref(), &clean);
 
     let mut totals = Totals {
         phases: phases.len(),
@@ -424,6 +448,7 @@ pub fn build(
         archived: archive.len(),
         xref_ids: xref.nodes.len(),
         sessions: guardian.as_ref().map_or(0, |g| g.sessions.len()),
+        gates: gates.gates.len(),
         input_chars: 0,
         entry_chars: 0,
         input_tokens: Some(0),
@@ -449,8 +474,36 @@ pub fn build(
         skipped,
         archive,
         xref,
+        gates,
         guardian,
         not_recorded: NOT_RECORDED.iter().map(|s| (*s).to_string()).collect(),
+    }
+}
+
+/// The gate log's records, each with the later gate of its phase.
+fn gates_report(text: Option<&str>, clean: &dyn Fn(&str) -> String) -> GatesReport {
+    let Some(text) = text else {
+        return GatesReport::default();
+    };
+    let parsed = gatelog::parse_clean(text, clean);
+    let mut last: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut replaced = vec![None; parsed.records.len()];
+    for (i, r) in parsed.records.iter().enumerate().rev() {
+        replaced[i] = last.get(r.phase.as_str()).copied();
+        last.insert(r.phase.as_str(), r.seq);
+    }
+    GatesReport {
+        gates: parsed
+            .records
+            .iter()
+            .cloned()
+            .zip(replaced)
+            .map(|(record, replaced_by)| GateReport {
+                record,
+                replaced_by,
+            })
+            .collect(),
+        unreadable_lines: parsed.unreadable,
     }
 }
 

@@ -42,6 +42,7 @@ fn bank_files(root: &Path) -> BankFiles {
         xref_index: read("_xref/index.md"),
         zz: read_dir_files(root, ".tmp", "ZZ-phase", "-context.md"),
         archives: read_dir_files(root, "_notes/archive", "", "-compressed-entries.md"),
+        gate_log: read("_xref/gate-log.jsonl"),
     }
 }
 
@@ -202,6 +203,96 @@ fn example_bank_counts() {
 }
 
 #[test]
+fn example_bank_gate_log() {
+    let r = build(&bank_files(&example_bank()), Some(&store()));
+    let g = &r.gates;
+    assert_eq!(r.totals.gates, 2);
+    assert!(g.unreadable_lines.is_empty());
+    let (p2, p3) = (&g.gates[0], &g.gates[1]);
+    assert_eq!((p2.record.seq, p2.record.phase.as_str()), (1, "2"));
+    assert_eq!((p3.record.seq, p3.record.phase.as_str()), (2, "3"));
+    // Phase 2: the overrun flag, three entries, the blocked Aphrodite skip.
+    assert!(p2.record.budget.over_budget);
+    assert_eq!(p2.record.flags[0].kind, "overrun");
+    assert_eq!(p2.record.entries.len(), 3);
+    assert_eq!(p2.record.skipped.len(), 1);
+    assert_eq!(p2.record.skipped[0].agent, "Aphrodite");
+    assert!(p2.record.skipped[0].reason.contains("blockers"));
+    for e in g.gates.iter().flat_map(|x| &x.record.entries) {
+        assert_eq!(e.explain.len(), 5, "{}", e.key);
+        assert_eq!(e.facts_total, e.facts_kept.len() + e.facts_dropped.len());
+        assert!(e.input_tokens > 0 && e.entry_tokens > 0);
+    }
+    // Phase 3's gate ran C7, which archived the LOW Prometheus entry.
+    let c7 = p3.record.c7.as_ref().unwrap();
+    assert_eq!(c7.removed, ["2026-11-30|2d|prometheus"]);
+    assert!(c7.before_half_lines > c7.cap_half_lines);
+    assert_eq!(r.archive[0].key, c7.removed[0]);
+    // Each is the last gate of its phase.
+    assert!(p2.replaced_by.is_none() && p3.replaced_by.is_none());
+    let html = mnemo_report::to_html(&r);
+    let sec = html
+        .split("<section id=\"gates\"")
+        .nth(1)
+        .unwrap()
+        .split("</section>")
+        .next()
+        .unwrap();
+    assert!(sec.contains("data-count=\"2\""));
+    for t in [
+        "gates-table",
+        "gate-entries-table",
+        "gate-skipped-table",
+        "gate-c7-table",
+    ] {
+        let table = sec.split(&format!("<table id=\"{t}\">")).nth(1).unwrap();
+        assert!(table.starts_with("\n<caption>"), "{t} has a caption");
+    }
+    assert_eq!(sec.matches("<tr data-seq=").count(), 2);
+    assert!(sec.contains("removed 1 low-priority entries"));
+}
+
+#[test]
+fn earlier_gates_of_a_phase_and_bad_log_lines() {
+    let mut files = bank_files(&example_bank());
+    let log = files.gate_log.take().unwrap();
+    let first = log.lines().next().unwrap();
+    // Phase 2 gated again (line 3), and a line that is not a record.
+    let again = first.replacen("\"seq\":1", "\"seq\":3", 1);
+    files.gate_log = Some(format!("{log}{{not json\n{again}\n"));
+    let r = build(&files, None);
+    assert_eq!(r.gates.unreadable_lines, [3]);
+    assert_eq!(r.totals.gates, 3);
+    assert_eq!(r.gates.gates[0].replaced_by, Some(3));
+    assert_eq!(r.gates.gates[1].replaced_by, None);
+    let html = mnemo_report::to_html(&r);
+    assert!(html.contains("<td>gate 3</td>"));
+    assert!(html.contains("data-unreadable=\"1\""));
+}
+
+#[test]
+fn a_secret_or_html_in_the_gate_log_is_redacted_and_escaped() {
+    let mut files = bank_files(&example_bank());
+    let token = ["ghp_", "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"].concat();
+    let log = files.gate_log.take().unwrap().replace(
+        "the artifact has active blockers",
+        &format!("token {token} <b>x</b>"),
+    );
+    files.gate_log = Some(log);
+    let r = build(&files, None);
+    assert_eq!(r.gates.gates.len(), 2, "the line still parses");
+    let reason = &r.gates.gates[0].record.skipped[0].reason;
+    assert!(
+        !reason.contains(&token) && reason.contains("[REDACTED:"),
+        "{reason}"
+    );
+    let html = mnemo_report::to_html(&r);
+    let json = mnemo_report::to_json(&r);
+    assert!(!html.contains(&token) && !json.contains(&token));
+    assert!(html.contains("&lt;b&gt;x&lt;/b&gt;") && !html.contains("<b>x"));
+}
+
+#[test]
 fn example_bank_golden_html_and_json() {
     let r = build(&bank_files(&example_bank()), Some(&store()));
     let html = mnemo_report::to_html(&r);
@@ -292,6 +383,9 @@ fn garbage_never_panics() {
             ),
         ],
         archives: vec![("_notes/archive/x-compressed-entries.md".into(), junk.into())],
+        gate_log: Some(format!(
+            "{junk}\n{{\"version\":1}}\n{{\"version\":1,\"seq\":\"x\"}}\n[]\n"
+        )),
     };
     let r = build(&files, Some(&StoreDump::default()));
     let _ = mnemo_report::to_html(&r);

@@ -21,12 +21,18 @@ fn collect(p: &Path, out: &mut Vec<PathBuf>) {
         return;
     }
     let Ok(rd) = std::fs::read_dir(p) else { return };
-    let mut entries: Vec<(PathBuf, bool)> = rd
+    // sorted by name: the order of the paths (one directory, so comparing
+    // the names' bytes is comparing the paths), without `Path`'s
+    // component-wise comparison (1 instruction per corpus byte of 4,500 files)
+    let mut entries: Vec<(std::ffi::OsString, PathBuf, bool)> = rd
         .filter_map(|e| e.ok())
-        .filter_map(|e| e.file_type().ok().map(|t| (e.path(), t.is_dir())))
+        .filter_map(|e| {
+            let is_dir = e.file_type().ok()?.is_dir();
+            Some((e.file_name(), e.path(), is_dir))
+        })
         .collect();
-    entries.sort();
-    for (path, is_dir) in entries {
+    entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    for (_, path, is_dir) in entries {
         if is_dir {
             collect(&path, out);
         } else {

@@ -178,7 +178,17 @@ fn run_lanes(
 struct Scan {
     /// rule index -> offset before which its keyword hits need no scan
     covered: Vec<usize>,
+    found: Found,
+}
+
+/// The candidates of one scan, and per rule the capture slots its accepted
+/// matches reuse (one allocation per rule and scan, not per match; the
+/// table grows on the first accepted match, so a scan without one, the
+/// usual case, allocates nothing here).
+#[derive(Default)]
+struct Found {
     out: Vec<Span>,
+    caps: Vec<Option<regex_automata::util::captures::Captures>>,
 }
 
 /// Keyword hits of one block, one buffer per lane (reused across blocks).
@@ -250,14 +260,13 @@ impl Engine {
 
     /// All candidates of all rules (may overlap), in no particular order.
     pub(crate) fn candidates(&self, rules: &[Rule], hay: &[u8]) -> Vec<Span> {
-        let out = Vec::new();
         if hay.is_empty() {
-            return out;
+            return Vec::new();
         }
         let markers = self.markers(hay);
         let mut scan = Scan {
             covered: vec![0usize; rules.len()],
-            out,
+            found: Found::default(),
         };
         match self.laned(hay.len()) {
             Some((dfa, start)) => {
@@ -279,7 +288,7 @@ impl Engine {
                 }
             }
         }
-        let mut out = scan.out;
+        let mut out = scan.found.out;
         if !markers.is_empty() {
             out = subtract_markers(hay, &markers, out);
         }
@@ -313,9 +322,16 @@ impl Engine {
                 continue;
             }
             let next = if rule.shape().anchored {
-                self.scan_anchored(rule, ri, hay, markers, hit_start, &mut scan.out)
+                self.scan_anchored(rule, ri, hay, markers, hit_start, &mut scan.found)
             } else {
-                self.scan_window(rule, ri, hay, markers, (hit_start, hit_end), &mut scan.out)
+                self.scan_window(
+                    rule,
+                    ri,
+                    hay,
+                    markers,
+                    (hit_start, hit_end),
+                    &mut scan.found,
+                )
             };
             if let Some(c) = scan.covered.get_mut(ri) {
                 *c = next;
@@ -366,7 +382,7 @@ impl Engine {
         hay: &[u8],
         markers: &[(usize, usize)],
         start: usize,
-        out: &mut Vec<Span>,
+        found: &mut Found,
     ) -> usize {
         let len = hay.len();
         let Some(re) = rule.scan_regex() else {
@@ -383,7 +399,7 @@ impl Engine {
         match re.search(&input) {
             Some(m) => {
                 let taken = if markers.is_empty() || !in_marker(markers, m.start()) {
-                    self.accept(rule, re, ri, hay, window, (m.start(), m.end()), out)
+                    self.accept(rule, re, ri, hay, window, (m.start(), m.end()), found)
                 } else {
                     None
                 };
@@ -408,7 +424,7 @@ impl Engine {
         hay: &[u8],
         markers: &[(usize, usize)],
         (hit_start, hit_end): (usize, usize),
-        out: &mut Vec<Span>,
+        found: &mut Found,
     ) -> usize {
         let len = hay.len();
         let ls = memchr::memrchr(b'\n', &hay[..hit_start]).map_or(0, |i| i + 1);
@@ -437,7 +453,7 @@ impl Engine {
                 return m.start();
             }
             let taken = if markers.is_empty() || !in_marker(markers, m.start()) {
-                self.accept(rule, re, ri, hay, window, (m.start(), m.end()), out)
+                self.accept(rule, re, ri, hay, window, (m.start(), m.end()), found)
             } else {
                 None
             };
@@ -472,14 +488,21 @@ impl Engine {
         hay: &[u8],
         window: &[u8],
         (mstart, mend): (usize, usize),
-        out: &mut Vec<Span>,
+        found: &mut Found,
     ) -> Option<usize> {
         let (s, e) = if rule.shape().has_groups {
-            let mut caps = re.create_captures();
+            if found.caps.len() <= ri {
+                found.caps.resize_with(ri + 1, || None);
+            }
+            let mut own = None;
+            let caps = match found.caps.get_mut(ri) {
+                Some(slot) => slot.get_or_insert_with(|| re.create_captures()),
+                None => own.get_or_insert_with(|| re.create_captures()),
+            };
             let input = Input::new(window)
                 .span(mstart..window.len())
                 .anchored(Anchored::Yes);
-            re.search_captures(&input, &mut caps);
+            re.search_captures(&input, caps);
             let g = match rule.secret_group {
                 Some(g) => caps.get_group(g),
                 None => (1..caps.group_len()).find_map(|g| caps.get_group(g)),
@@ -516,7 +539,7 @@ impl Engine {
             return None;
         }
         let (s, e) = char_bounds(hay, s, e);
-        out.push(Span {
+        found.out.push(Span {
             rule: ri,
             start: s,
             end: e,
@@ -847,15 +870,15 @@ mod tests {
         let markers = engine.markers(hay);
         let mut scan = Scan {
             covered: vec![0; rules.len()],
-            out: Vec::new(),
+            found: Found::default(),
         };
         for hit in reference_hits(ac, hay) {
             engine.on_hit(rules, hay, &markers, hit, &mut scan);
         }
         if markers.is_empty() {
-            scan.out
+            scan.found.out
         } else {
-            subtract_markers(hay, &markers, scan.out)
+            subtract_markers(hay, &markers, scan.found.out)
         }
     }
 
@@ -1072,7 +1095,7 @@ mod tests {
     /// parses only the rules whose keywords it meets.
     #[test]
     fn the_built_in_rules_load_lazily() {
-        let s = crate::Scrubber::build(crate::DEFAULT_RULES_TOML, false).expect("loads");
+        let s = crate::Scrubber::build_builtin().expect("loads");
         let parsed = |s: &crate::Scrubber| s.rules.iter().filter(|r| r.shape_known()).count();
         assert_eq!(parsed(&s), 0);
         assert!(s.engine.laned.get().is_none());

@@ -4,8 +4,9 @@
 //! private keys, passwords, connection strings, …) in any text that mnemo is
 //! about to persist or print. Every write path of mnemo goes through it.
 //!
-//! * **Rules are data.** The built-in rule set lives in `rules/default.toml`,
-//!   compiled into the binary with `include_str!` and parsed once, lazily.
+//! * **Rules are data.** The built-in rule set lives in `rules/default.toml`;
+//!   `build.rs` parses it at build time into Rust statics, from which the
+//!   rules are set up once per process, lazily (no TOML parse at run time).
 //!   Each rule has an id, a description, a regex, prefilter keywords and
 //!   optional secret group, entropy floor, placeholder allow-list and
 //!   specificity (see `docs/scrubbing.md`).
@@ -94,7 +95,7 @@ impl Scrubber {
     /// The built-in rule set, compiled once per process.
     pub fn default_rules() -> Result<&'static Scrubber, RuleError> {
         DEFAULT
-            .get_or_init(|| Scrubber::build(DEFAULT_RULES_TOML, false))
+            .get_or_init(Scrubber::build_builtin)
             .as_ref()
             .map_err(Clone::clone)
     }
@@ -106,7 +107,16 @@ impl Scrubber {
     }
 
     fn build(toml_text: &str, eager: bool) -> Result<Self, RuleError> {
-        let compiled = rules::compile(toml_text, eager)?;
+        Scrubber::assemble(rules::compile(toml_text, eager)?)
+    }
+
+    /// The built-in rules from the statics `build.rs` made of
+    /// [`DEFAULT_RULES_TOML`] (no TOML parse at run time).
+    fn build_builtin() -> Result<Self, RuleError> {
+        Scrubber::assemble(rules::compile_builtin()?)
+    }
+
+    fn assemble(compiled: rules::Compiled) -> Result<Self, RuleError> {
         let (engine, rules) = engine::Engine::new(compiled)?;
         Ok(Scrubber { rules, engine })
     }

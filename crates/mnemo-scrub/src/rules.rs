@@ -96,6 +96,74 @@ fn default_specificity() -> u32 {
     50
 }
 
+/// A rule of the built-in file as `build.rs` wrote it into the binary
+/// (macros expanded, keywords lowercased, ids checked).
+#[derive(Debug)]
+pub(crate) struct Spec<'a> {
+    pub(crate) id: &'a str,
+    pub(crate) description: &'a str,
+    pub(crate) pattern: &'a str,
+    pub(crate) keywords: &'a [&'a str],
+    pub(crate) secret_group: Option<usize>,
+    pub(crate) entropy: Option<f64>,
+    pub(crate) allow: &'a [&'a str],
+    pub(crate) specificity: Option<u32>,
+    pub(crate) placeholders: bool,
+    pub(crate) code_aware: bool,
+    pub(crate) require_digit: bool,
+    pub(crate) max_len: Option<usize>,
+    pub(crate) pantheon_replacement: Option<&'a str>,
+    pub(crate) examples: &'a [&'a str],
+    pub(crate) counter_examples: &'a [&'a str],
+}
+
+/// `rules/default.toml`, parsed by `build.rs`.
+mod builtin {
+    include!(concat!(env!("OUT_DIR"), "/default_rules.rs"));
+}
+
+fn owned(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| (*s).to_string()).collect()
+}
+
+impl From<&Spec<'_>> for RuleSpec {
+    fn from(s: &Spec<'_>) -> Self {
+        RuleSpec {
+            id: s.id.to_string(),
+            description: s.description.to_string(),
+            pattern: s.pattern.to_string(),
+            keywords: owned(s.keywords),
+            secret_group: s.secret_group,
+            entropy: s.entropy,
+            allow: owned(s.allow),
+            specificity: s.specificity.unwrap_or_else(default_specificity),
+            placeholders: s.placeholders,
+            code_aware: s.code_aware,
+            require_digit: s.require_digit,
+            max_len: s.max_len,
+            pantheon_replacement: s.pantheon_replacement.map(str::to_string),
+            examples: owned(s.examples),
+            counter_examples: owned(s.counter_examples),
+        }
+    }
+}
+
+/// The built-in rules, from the statics `build.rs` made of
+/// `rules/default.toml` (what [`compile`] of that file gives, lazily, without
+/// parsing TOML at run time).
+pub(crate) fn compile_builtin() -> Result<Compiled, RuleError> {
+    let file = RuleFile {
+        version: Some(1),
+        macros: BTreeMap::new(),
+        allow: AllowSection {
+            templates: owned(builtin::TEMPLATES),
+            placeholders: owned(builtin::PLACEHOLDERS),
+        },
+        rules: builtin::RULES.iter().map(RuleSpec::from).collect(),
+    };
+    compile_file(file, false)
+}
+
 /// A compiled rule. Its data is read through accessors.
 #[derive(Debug)]
 pub struct Rule {
@@ -489,6 +557,10 @@ fn valid_id(id: &str) -> bool {
 /// now (errors reported); otherwise on first use.
 pub(crate) fn compile(text: &str, eager: bool) -> Result<Compiled, RuleError> {
     let file: RuleFile = toml::from_str(text).map_err(|e| RuleError::Parse(e.to_string()))?;
+    compile_file(file, eager)
+}
+
+fn compile_file(file: RuleFile, eager: bool) -> Result<Compiled, RuleError> {
     if let Some(v) = file.version
         && v != 1
     {
@@ -698,4 +770,47 @@ fn can_match_newline(hir: &regex_syntax::hir::Hir) -> bool {
         }
     }
     walk(hir)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    /// The statics `build.rs` wrote are the rule file: every rule, field by
+    /// field, and both allow-lists, as the runtime loader reads the TOML.
+    #[test]
+    fn the_built_in_statics_are_the_rule_file() {
+        let from_toml = compile(crate::DEFAULT_RULES_TOML, false).unwrap();
+        let built = compile_builtin().unwrap();
+        assert_eq!(from_toml.rules.len(), built.rules.len());
+        assert!(built.rules.len() > 200);
+        let pat = |r: &Option<LazyRegex>| r.as_ref().map(|r| r.pattern.clone());
+        assert_eq!(pat(&from_toml.templates), pat(&built.templates));
+        assert_eq!(pat(&from_toml.placeholders), pat(&built.placeholders));
+        assert!(pat(&built.templates).is_some());
+        for (a, b) in from_toml.rules.iter().zip(&built.rules) {
+            assert_eq!(a.id, b.id);
+            assert_eq!(a.description, b.description, "{}", a.id);
+            assert_eq!(a.pattern, b.pattern, "{}", a.id);
+            assert!(!b.pattern.contains("%VAL"), "{}: macro left", b.id);
+            assert_eq!(a.keywords, b.keywords, "{}", a.id);
+            assert_eq!(a.secret_group, b.secret_group, "{}", a.id);
+            assert_eq!(
+                a.entropy.map(f64::to_bits),
+                b.entropy.map(f64::to_bits),
+                "{}",
+                a.id
+            );
+            assert_eq!(pat(&a.allow), pat(&b.allow), "{}", a.id);
+            assert_eq!(a.specificity, b.specificity, "{}", a.id);
+            assert_eq!(a.placeholders, b.placeholders, "{}", a.id);
+            assert_eq!(a.code_aware, b.code_aware, "{}", a.id);
+            assert_eq!(a.require_digit, b.require_digit, "{}", a.id);
+            assert_eq!(a.max_len, b.max_len, "{}", a.id);
+            assert_eq!(a.pantheon_replacement, b.pantheon_replacement, "{}", a.id);
+            assert_eq!(a.examples, b.examples, "{}", a.id);
+            assert_eq!(a.counter_examples, b.counter_examples, "{}", a.id);
+        }
+    }
 }

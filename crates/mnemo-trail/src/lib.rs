@@ -21,6 +21,7 @@
 //! a [`Trail`] or a re-injection; drop a fact silently (a fact over the
 //! budget or a cap is counted in the output); panic on any input.
 
+mod json;
 pub mod parse;
 pub mod text;
 
@@ -206,7 +207,8 @@ struct SentState {
 pub struct Extractor {
     host: Option<HostKind>,
     cwd: Option<String>,
-    pending: HashMap<String, (Call, usize)>,
+    /// Commands waiting for their result, by call id.
+    pending: HashMap<String, String>,
     files: HashMap<String, FileState>,
     commands: HashMap<String, CmdState>,
     sentences: HashMap<String, SentState>,
@@ -214,7 +216,6 @@ pub struct Extractor {
     lines: usize,
     bad_lines: usize,
     boundaries: usize,
-    events: Vec<Event>,
 }
 
 impl Extractor {
@@ -232,63 +233,59 @@ impl Extractor {
     }
 
     /// Reads one transcript line (blank lines are skipped; a line that is
-    /// not JSON is counted in `bad_lines`).
+    /// not JSON is counted in `bad_lines`). The line is read typed and
+    /// borrowed ([`parse::parse_line`]): nothing of it is kept but the
+    /// facts it adds to the bounded tables.
     pub fn push_line(&mut self, line: &str) {
         let t = line.trim();
         if t.is_empty() {
             return;
         }
         self.lines += 1;
-        let Ok(v) = serde_json::from_str::<serde_json::Value>(t) else {
+        let Ok(l) = parse::parse_line(t) else {
             self.bad_lines += 1;
             return;
         };
-        self.push_value(&v);
-    }
-
-    /// Reads one already parsed transcript record.
-    pub fn push_value(&mut self, v: &serde_json::Value) {
         if self.host.is_none() {
-            self.host = parse::detect(v);
+            self.host = l.host();
         }
         let Some(host) = self.host else { return };
-        let mut events = std::mem::take(&mut self.events);
-        events.clear();
-        parse::events(host, v, &mut events);
-        let line = self.lines.max(1);
-        for e in events.drain(..) {
-            self.event(e, line);
-        }
-        self.events = events;
+        let line = self.lines;
+        l.events(host, &mut |e| self.event(e, line));
     }
 
-    fn event(&mut self, e: Event, line: usize) {
+    fn event(&mut self, e: Event<'_>, line: usize) {
         match e {
-            Event::UserText(t) => self.prose(&t, true, line),
-            Event::AssistantText(t) => self.prose(&t, false, line),
-            Event::Cwd(c) => self.cwd = Some(c),
+            Event::UserText(t) => self.prose(t, true, line),
+            Event::AssistantText(t) => self.prose(t, false, line),
+            Event::Cwd(c) => {
+                if self.cwd.as_deref() != Some(c) {
+                    self.cwd = Some(c.to_string());
+                }
+            }
             Event::Boundary => self.boundaries += 1,
-            Event::Call { id, call } => {
-                if let Call::Files(files) = &call {
+            Event::Call { id, call } => match call {
+                Call::Files(files) => {
                     for (p, a) in files {
-                        self.file(p, *a, line);
+                        self.file(&p, a, line);
                     }
                 }
-                if matches!(call, Call::Command(_)) {
+                Call::Command(c) => {
                     if self.pending.len() >= MAX_ENTRIES {
                         self.capped += 1;
                     } else {
-                        self.pending.insert(id, (call, line));
+                        self.pending.insert(id.to_string(), c.into_owned());
                     }
                 }
-            }
+                Call::Other => {}
+            },
             Event::Result {
                 id,
                 exit,
                 is_error,
                 first_line,
             } => {
-                if let Some((Call::Command(c), _)) = self.pending.remove(&id) {
+                if let Some(c) = self.pending.remove(id) {
                     self.command(&c, exit, is_error, first_line, line);
                 }
             }

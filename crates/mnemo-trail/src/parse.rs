@@ -10,8 +10,17 @@
 //! line as its plugin API gives it (`{"info": {"role"}, "parts": [...]}`),
 //! parts `text` and `tool` (`state.input`, `state.output`,
 //! `state.metadata.exit`).
+//!
+//! A line is read by [`parse_line`] into a [`Line`]: typed, only the fields
+//! the trail reads, its strings borrowed from the line where they hold no
+//! escape; every other field and value is skipped without being built (no
+//! `serde_json::Value` tree). A field of an unexpected shape reads as
+//! missing, so a well-formed line never fails; [`Line::events`] then hands
+//! its events to a callback, borrowing from the line.
 
-use serde_json::Value;
+use crate::json::{Lenient, List, Record, Scalar, StrOrValue, lenient_deserialize, record, skip};
+use serde::de::MapAccess;
+use std::borrow::Cow;
 
 /// Which host wrote a transcript.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
@@ -62,35 +71,35 @@ impl FileAction {
     }
 }
 
-/// A tool call, normalised.
+/// A tool call, normalised (borrowing from its line).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Call {
+pub enum Call<'a> {
     /// A shell command.
-    Command(String),
+    Command(Cow<'a, str>),
     /// File operations.
-    Files(Vec<(String, FileAction)>),
+    Files(Vec<(Cow<'a, str>, FileAction)>),
     /// Anything else (not part of the trail).
     Other,
 }
 
-/// One event of a transcript.
+/// One event of a transcript (borrowing from its line).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Event {
+pub enum Event<'a> {
     /// The user's own words.
-    UserText(String),
+    UserText(&'a str),
     /// The assistant's prose.
-    AssistantText(String),
+    AssistantText(&'a str),
     /// A tool call (`id` links it to its result).
     Call {
         /// Call id.
-        id: String,
+        id: &'a str,
         /// What it does.
-        call: Call,
+        call: Call<'a>,
     },
     /// A tool result.
     Result {
         /// Call id.
-        id: String,
+        id: &'a str,
         /// Exit status, when the host says it.
         exit: Option<i64>,
         /// The host marked the result as an error.
@@ -101,7 +110,7 @@ pub enum Event {
     /// A call and its result in one item (OpenCode's tool parts).
     CallResult {
         /// What it did.
-        call: Call,
+        call: Call<'a>,
         /// Exit status.
         exit: Option<i64>,
         /// Marked as an error.
@@ -110,37 +119,428 @@ pub enum Event {
         first_line: String,
     },
     /// The working directory of the session.
-    Cwd(String),
+    Cwd(&'a str),
     /// A compaction happened here.
     Boundary,
 }
 
-/// Guesses the host from one parsed line.
-pub fn detect(v: &Value) -> Option<HostKind> {
-    if v.get("info").is_some() && v.get("parts").is_some() {
-        return Some(HostKind::OpenCode);
-    }
-    match v.get("type").and_then(Value::as_str) {
-        Some("response_item" | "session_meta" | "turn_context" | "event_msg" | "compacted") => {
-            Some(HostKind::Codex)
+/// `impl Lenient` for a [`Record`]: an object's fields, anything else empty.
+macro_rules! record_types {
+    ($($t:ident),* $(,)?) => {$(
+        impl<'de> Lenient<'de> for $t<'de> {
+            fn map<A: MapAccess<'de>>(map: A) -> Result<Self, A::Error> {
+                record(map)
+            }
         }
-        Some("user" | "assistant") if v.get("message").is_some() => Some(HostKind::ClaudeCode),
-        Some("message" | "function_call" | "function_call_output") => Some(HostKind::Codex),
-        _ => None,
+        lenient_deserialize!($t);
+    )*};
+}
+
+/// A message's or a tool result's content: a string or a list of blocks.
+#[derive(Debug, Default)]
+enum Content<'a> {
+    #[default]
+    None,
+    Text(Cow<'a, str>),
+    Blocks(Vec<Block<'a>>),
+}
+
+impl<'de> Lenient<'de> for Content<'de> {
+    fn string(s: Cow<'de, str>) -> Self {
+        Content::Text(s)
+    }
+    fn seq<A: serde::de::SeqAccess<'de>>(seq: A) -> Result<Self, A::Error> {
+        let List(v) = List::<Block<'de>>::seq(seq)?;
+        Ok(Content::Blocks(v.unwrap_or_default()))
     }
 }
 
-/// The events of one parsed line.
-pub fn events(host: HostKind, v: &Value, out: &mut Vec<Event>) {
-    match host {
-        HostKind::ClaudeCode => claude(v, out),
-        HostKind::Codex => codex(v, out),
-        HostKind::OpenCode => opencode(v, out),
+/// A content block: Claude Code's `text` / `tool_use` / `tool_result`, a
+/// Codex message's `input_text` / `output_text` (only `text` is read).
+#[derive(Debug, Default)]
+struct Block<'a> {
+    kind: Scalar<'a>,
+    text: Scalar<'a>,
+    id: Scalar<'a>,
+    name: Scalar<'a>,
+    input: Input<'a>,
+    tool_use_id: Scalar<'a>,
+    is_error: Scalar<'a>,
+    content: Content<'a>,
+}
+
+impl<'de> Record<'de> for Block<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        match key {
+            "type" => self.kind = map.next_value()?,
+            "text" => self.text = map.next_value()?,
+            "id" => self.id = map.next_value()?,
+            "name" => self.name = map.next_value()?,
+            "input" => self.input = map.next_value()?,
+            "tool_use_id" => self.tool_use_id = map.next_value()?,
+            "is_error" => self.is_error = map.next_value()?,
+            "content" => self.content = map.next_value()?,
+            _ => skip(map)?,
+        }
+        Ok(())
     }
 }
 
-fn s(v: Option<&Value>) -> Option<&str> {
-    v.and_then(Value::as_str)
+/// A tool's input (Claude Code `tool_use.input`, OpenCode `state.input`).
+#[derive(Debug, Default)]
+struct Input<'a> {
+    command: Scalar<'a>,
+    file_path: Scalar<'a>,
+    notebook_path: Scalar<'a>,
+    path: Scalar<'a>,
+    file_path_camel: Scalar<'a>,
+}
+
+impl<'de> Record<'de> for Input<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        match key {
+            "command" => self.command = map.next_value()?,
+            "file_path" => self.file_path = map.next_value()?,
+            "notebook_path" => self.notebook_path = map.next_value()?,
+            "path" => self.path = map.next_value()?,
+            "filePath" => self.file_path_camel = map.next_value()?,
+            _ => skip(map)?,
+        }
+        Ok(())
+    }
+}
+
+/// Claude Code's `message`.
+#[derive(Debug, Default)]
+struct Message<'a> {
+    content: Content<'a>,
+}
+
+impl<'de> Record<'de> for Message<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        match key {
+            "content" => self.content = map.next_value()?,
+            _ => skip(map)?,
+        }
+        Ok(())
+    }
+}
+
+/// A Codex command (`command` or `cmd`): a string, or argv.
+#[derive(Debug, Default)]
+enum Cmd<'a> {
+    /// No such key.
+    #[default]
+    Missing,
+    Str(Cow<'a, str>),
+    Argv(Vec<Scalar<'a>>),
+    /// The key holds something else.
+    Other,
+}
+
+impl<'de> Lenient<'de> for Cmd<'de> {
+    fn string(s: Cow<'de, str>) -> Self {
+        Cmd::Str(s)
+    }
+    fn boolean(_b: bool) -> Self {
+        Cmd::Other
+    }
+    fn int(_n: i64) -> Self {
+        Cmd::Other
+    }
+    fn uint(_n: u64) -> Self {
+        Cmd::Other
+    }
+    fn float(_f: f64) -> Self {
+        Cmd::Other
+    }
+    fn null() -> Self {
+        Cmd::Other
+    }
+    fn map<A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
+        while map
+            .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+            .is_some()
+        {}
+        Ok(Cmd::Other)
+    }
+    fn seq<A: serde::de::SeqAccess<'de>>(seq: A) -> Result<Self, A::Error> {
+        let List(v) = List::<Scalar<'de>>::seq(seq)?;
+        Ok(Cmd::Argv(v.unwrap_or_default()))
+    }
+}
+
+/// A Codex call's arguments (the JSON in `function_call.arguments`) or a
+/// `local_shell_call`'s `action`.
+#[derive(Debug, Default)]
+struct Args<'a> {
+    command: Cmd<'a>,
+    cmd: Cmd<'a>,
+    input: Scalar<'a>,
+    patch: Scalar<'a>,
+}
+
+impl<'de> Record<'de> for Args<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        match key {
+            "command" => self.command = map.next_value()?,
+            "cmd" => self.cmd = map.next_value()?,
+            "input" => self.input = map.next_value()?,
+            "patch" => self.patch = map.next_value()?,
+            _ => skip(map)?,
+        }
+        Ok(())
+    }
+}
+
+/// `metadata` of a Codex output (`exit_code`) or an OpenCode tool state
+/// (`exit`).
+#[derive(Debug, Default)]
+struct Meta<'a> {
+    exit_code: Scalar<'a>,
+    exit: Scalar<'a>,
+}
+
+impl<'de> Record<'de> for Meta<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        match key {
+            "exit_code" => self.exit_code = map.next_value()?,
+            "exit" => self.exit = map.next_value()?,
+            _ => skip(map)?,
+        }
+        Ok(())
+    }
+}
+
+/// The JSON a Codex `*_output` may hold: `{"output": …, "metadata": {"exit_code": n}}`.
+#[derive(Debug, Default)]
+struct OutputDoc<'a> {
+    /// Whether the output was a JSON object at all.
+    object: bool,
+    output: Scalar<'a>,
+    metadata: Meta<'a>,
+}
+
+impl<'de> Record<'de> for OutputDoc<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        match key {
+            "output" => self.output = map.next_value()?,
+            "metadata" => self.metadata = map.next_value()?,
+            _ => skip(map)?,
+        }
+        Ok(())
+    }
+}
+
+impl<'de> Lenient<'de> for OutputDoc<'de> {
+    fn map<A: MapAccess<'de>>(map: A) -> Result<Self, A::Error> {
+        let mut d: OutputDoc<'de> = record(map)?;
+        d.object = true;
+        Ok(d)
+    }
+}
+lenient_deserialize!(OutputDoc);
+
+/// A Codex response item (a `response_item`'s `payload`, or a bare item
+/// line), and a `session_meta` / `turn_context` payload's `cwd`.
+#[derive(Debug, Default)]
+struct Item<'a> {
+    kind: Scalar<'a>,
+    role: Scalar<'a>,
+    content: Content<'a>,
+    name: Scalar<'a>,
+    arguments: Scalar<'a>,
+    call_id: Scalar<'a>,
+    input: Scalar<'a>,
+    action: Args<'a>,
+    output: StrOrValue<'a>,
+    cwd: Scalar<'a>,
+}
+
+impl<'de> Record<'de> for Item<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        match key {
+            "type" => self.kind = map.next_value()?,
+            "role" => self.role = map.next_value()?,
+            "content" => self.content = map.next_value()?,
+            "name" => self.name = map.next_value()?,
+            "arguments" => self.arguments = map.next_value()?,
+            "call_id" => self.call_id = map.next_value()?,
+            "input" => self.input = map.next_value()?,
+            "action" => self.action = map.next_value()?,
+            "output" => self.output = map.next_value()?,
+            "cwd" => self.cwd = map.next_value()?,
+            _ => skip(map)?,
+        }
+        Ok(())
+    }
+}
+
+/// OpenCode `info` (`role`, `path.cwd`); `path` is a [`Meta`]-like record
+/// with one field.
+#[derive(Debug, Default)]
+struct Info<'a> {
+    role: Scalar<'a>,
+    path: PathInfo<'a>,
+}
+
+impl<'de> Record<'de> for Info<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        match key {
+            "role" => self.role = map.next_value()?,
+            "path" => self.path = map.next_value()?,
+            _ => skip(map)?,
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, Default)]
+struct PathInfo<'a> {
+    cwd: Scalar<'a>,
+}
+
+impl<'de> Record<'de> for PathInfo<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        match key {
+            "cwd" => self.cwd = map.next_value()?,
+            _ => skip(map)?,
+        }
+        Ok(())
+    }
+}
+
+/// An OpenCode part (`text` or `tool`).
+#[derive(Debug, Default)]
+struct Part<'a> {
+    kind: Scalar<'a>,
+    synthetic: Scalar<'a>,
+    text: Scalar<'a>,
+    tool: Scalar<'a>,
+    state: State<'a>,
+}
+
+impl<'de> Record<'de> for Part<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        match key {
+            "type" => self.kind = map.next_value()?,
+            "synthetic" => self.synthetic = map.next_value()?,
+            "text" => self.text = map.next_value()?,
+            "tool" => self.tool = map.next_value()?,
+            "state" => self.state = map.next_value()?,
+            _ => skip(map)?,
+        }
+        Ok(())
+    }
+}
+
+/// An OpenCode tool part's `state`.
+#[derive(Debug, Default)]
+struct State<'a> {
+    input: Input<'a>,
+    status: Scalar<'a>,
+    metadata: Meta<'a>,
+    output: Scalar<'a>,
+    error: Scalar<'a>,
+}
+
+impl<'de> Record<'de> for State<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        match key {
+            "input" => self.input = map.next_value()?,
+            "status" => self.status = map.next_value()?,
+            "metadata" => self.metadata = map.next_value()?,
+            "output" => self.output = map.next_value()?,
+            "error" => self.error = map.next_value()?,
+            _ => skip(map)?,
+        }
+        Ok(())
+    }
+}
+
+/// One transcript line of any of the three hosts: the fields the trail
+/// reads, typed (see [`parse_line`]).
+#[derive(Debug, Default)]
+pub struct Line<'a> {
+    /// `type`, `cwd` and a bare Codex item's fields.
+    item: Item<'a>,
+    subtype: Scalar<'a>,
+    is_meta: Scalar<'a>,
+    is_compact_summary: Scalar<'a>,
+    message: Message<'a>,
+    has_message: bool,
+    payload: Item<'a>,
+    has_payload: bool,
+    info: Info<'a>,
+    has_info: bool,
+    parts: List<Part<'a>>,
+    has_parts: bool,
+}
+
+impl<'de> Record<'de> for Line<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        match key {
+            "subtype" => self.subtype = map.next_value()?,
+            "isMeta" => self.is_meta = map.next_value()?,
+            "isCompactSummary" => self.is_compact_summary = map.next_value()?,
+            "message" => {
+                self.has_message = true;
+                self.message = map.next_value()?;
+            }
+            "payload" => {
+                self.has_payload = true;
+                self.payload = map.next_value()?;
+            }
+            "info" => {
+                self.has_info = true;
+                self.info = map.next_value()?;
+            }
+            "parts" => {
+                self.has_parts = true;
+                self.parts = map.next_value()?;
+            }
+            _ => self.item.field(key, map)?,
+        }
+        Ok(())
+    }
+}
+
+record_types!(
+    Block, Input, Message, Args, Meta, Item, Info, PathInfo, Part, State, Line
+);
+lenient_deserialize!(Content, Cmd);
+
+/// Reads one transcript line (trimmed JSON text). Fails only when the line
+/// is not JSON.
+pub fn parse_line(line: &str) -> Result<Line<'_>, serde_json::Error> {
+    serde_json::from_str(line)
+}
+
+impl Line<'_> {
+    /// Guesses the host from the line.
+    pub fn host(&self) -> Option<HostKind> {
+        if self.has_info && self.has_parts {
+            return Some(HostKind::OpenCode);
+        }
+        match self.item.kind.as_str() {
+            Some("response_item" | "session_meta" | "turn_context" | "event_msg" | "compacted") => {
+                Some(HostKind::Codex)
+            }
+            Some("user" | "assistant") if self.has_message => Some(HostKind::ClaudeCode),
+            Some("message" | "function_call" | "function_call_output") => Some(HostKind::Codex),
+            _ => None,
+        }
+    }
+
+    /// Hands the events of the line, read as `host` wrote it, to `f` in
+    /// transcript order.
+    pub fn events(&self, host: HostKind, f: &mut impl FnMut(Event<'_>)) {
+        match host {
+            HostKind::ClaudeCode => self.claude(f),
+            HostKind::Codex => self.codex(f),
+            HostKind::OpenCode => self.opencode(f),
+        }
+    }
 }
 
 /// Text that the host wrote into a user line, not the user.
@@ -159,23 +559,22 @@ fn host_text(t: &str) -> bool {
         || t.starts_with("<INSTRUCTIONS>")
 }
 
-/// The text of a result's content: a string, or text blocks.
-fn content_text(c: Option<&Value>) -> String {
+/// The text of a result's content: a string, or its blocks' texts, one a
+/// line.
+fn content_text<'c>(c: &'c Content<'_>) -> Cow<'c, str> {
     match c {
-        Some(Value::String(t)) => t.clone(),
-        Some(Value::Array(items)) => {
+        Content::Text(t) => Cow::Borrowed(t),
+        Content::Blocks(items) => {
             let mut out = String::new();
-            for b in items {
-                if let Some(t) = s(b.get("text")) {
-                    if !out.is_empty() {
-                        out.push('\n');
-                    }
-                    out.push_str(t);
+            for t in items.iter().filter_map(|b| b.text.as_str()) {
+                if !out.is_empty() {
+                    out.push('\n');
                 }
+                out.push_str(t);
             }
-            out
+            Cow::Owned(out)
         }
-        _ => String::new(),
+        Content::None => Cow::Borrowed(""),
     }
 }
 
@@ -217,11 +616,10 @@ fn exit_in_text(text: &str) -> Option<i64> {
         let t = l.trim();
         for p in ["Exit code: ", "Exit code ", "Process exited with code "] {
             if let Some(rest) = t.strip_prefix(p) {
-                let digits: String = rest
-                    .chars()
-                    .take_while(|c| c.is_ascii_digit() || *c == '-')
-                    .collect();
-                if let Ok(n) = digits.parse() {
+                let end = rest
+                    .find(|c: char| !(c.is_ascii_digit() || c == '-'))
+                    .unwrap_or(rest.len());
+                if let Ok(n) = rest[..end].parse() {
                     return Some(n);
                 }
             }
@@ -230,14 +628,12 @@ fn exit_in_text(text: &str) -> Option<i64> {
     None
 }
 
-fn file_call(name: &str, input: Option<&Value>) -> Call {
+fn file_call<'a>(name: &str, input: &'a Input<'_>) -> Call<'a> {
     let path = input
-        .and_then(|i| {
-            s(i.get("file_path"))
-                .or(s(i.get("notebook_path")))
-                .or(s(i.get("path")))
-        })
-        .map(str::to_string);
+        .file_path
+        .as_str()
+        .or(input.notebook_path.as_str())
+        .or(input.path.as_str());
     let action = match name {
         "Read" => FileAction::Read,
         "Write" => FileAction::Written,
@@ -245,103 +641,34 @@ fn file_call(name: &str, input: Option<&Value>) -> Call {
         _ => return Call::Other,
     };
     match path {
-        Some(p) if !p.is_empty() => Call::Files(vec![(p, action)]),
+        Some(p) if !p.is_empty() => Call::Files(vec![(Cow::Borrowed(p), action)]),
         _ => Call::Other,
     }
 }
 
-fn claude(v: &Value, out: &mut Vec<Event>) {
-    let kind = s(v.get("type")).unwrap_or("");
-    if kind == "system" && s(v.get("subtype")) == Some("compact_boundary") {
-        out.push(Event::Boundary);
-        return;
-    }
-    if kind != "user" && kind != "assistant" {
-        return;
-    }
-    if let Some(cwd) = s(v.get("cwd")) {
-        out.push(Event::Cwd(cwd.to_string()));
-    }
-    let meta = v.get("isMeta").and_then(Value::as_bool).unwrap_or(false)
-        || v.get("isCompactSummary")
-            .and_then(Value::as_bool)
-            .unwrap_or(false);
-    let content = v.get("message").and_then(|m| m.get("content"));
-    let text_event = |t: &str| {
-        if kind == "user" {
-            if meta || host_text(t) {
-                None
-            } else {
-                Some(Event::UserText(t.to_string()))
-            }
-        } else {
-            Some(Event::AssistantText(t.to_string()))
-        }
-    };
-    match content {
-        Some(Value::String(t)) => out.extend(text_event(t)),
-        Some(Value::Array(blocks)) => {
-            for b in blocks {
-                match s(b.get("type")) {
-                    Some("text") => {
-                        if let Some(t) = s(b.get("text")) {
-                            out.extend(text_event(t));
-                        }
-                    }
-                    Some("tool_use") => {
-                        let id = s(b.get("id")).unwrap_or("").to_string();
-                        let name = s(b.get("name")).unwrap_or("");
-                        let input = b.get("input");
-                        let call = if name == "Bash" {
-                            match input.and_then(|i| s(i.get("command"))) {
-                                Some(c) => Call::Command(c.to_string()),
-                                None => Call::Other,
-                            }
-                        } else {
-                            file_call(name, input)
-                        };
-                        out.push(Event::Call { id, call });
-                    }
-                    Some("tool_result") => {
-                        let id = s(b.get("tool_use_id")).unwrap_or("").to_string();
-                        let is_error = b.get("is_error").and_then(Value::as_bool).unwrap_or(false);
-                        let text = content_text(b.get("content"));
-                        let exit = exit_in_text(&text);
-                        out.push(Event::Result {
-                            id,
-                            exit,
-                            is_error,
-                            first_line: first_meaningful_line(&text),
-                        });
-                    }
-                    _ => {}
-                }
-            }
-        }
-        _ => {}
-    }
-}
-
 /// The command a Codex shell call runs: `["bash", "-lc", X]` is X.
-fn codex_command(args: &Value) -> Option<String> {
-    let c = args.get("command").or(args.get("cmd"))?;
+fn codex_command<'a>(args: &'a Args<'_>) -> Option<Cow<'a, str>> {
+    let c = match &args.command {
+        Cmd::Missing => &args.cmd,
+        c => c,
+    };
     match c {
-        Value::String(t) => Some(t.clone()),
-        Value::Array(parts) => {
-            let parts: Vec<&str> = parts.iter().filter_map(Value::as_str).collect();
+        Cmd::Str(t) => Some(Cow::Borrowed(t)),
+        Cmd::Argv(parts) => {
+            let parts: Vec<&str> = parts.iter().filter_map(Scalar::as_str).collect();
             match parts.as_slice() {
                 [sh, flag, script] if sh.ends_with("sh") && flag.starts_with('-') => {
-                    Some((*script).to_string())
+                    Some(Cow::Borrowed(*script))
                 }
-                _ => Some(parts.join(" ")),
+                _ => Some(Cow::Owned(parts.join(" "))),
             }
         }
-        _ => None,
+        Cmd::Missing | Cmd::Other => None,
     }
 }
 
 /// Files of an `apply_patch` body.
-fn patch_files(body: &str) -> Vec<(String, FileAction)> {
+fn patch_files(body: &str) -> Vec<(Cow<'_, str>, FileAction)> {
     let mut files = Vec::new();
     for l in body.lines() {
         let l = l.trim_end();
@@ -356,205 +683,421 @@ fn patch_files(body: &str) -> Vec<(String, FileAction)> {
         } else {
             continue;
         };
-        files.push((p.trim().to_string(), a));
+        files.push((Cow::Borrowed(p.trim()), a));
     }
     files
 }
 
 /// A shell command that only shows a file (`cat f`, `sed -n '1,80p' f`, …):
 /// the file it reads.
-pub fn read_only_file(cmd: &str) -> Option<String> {
+pub fn read_only_file(cmd: &str) -> Option<&str> {
     let cmd = cmd.trim();
     if cmd.contains(['|', ';', '&', '>', '<', '`', '$', '\n']) {
         return None;
     }
-    let words: Vec<&str> = cmd.split_whitespace().collect();
-    let (first, rest) = words.split_first()?;
+    let mut words = cmd.split_whitespace();
+    let first = words.next()?;
     if !matches!(
-        *first,
+        first,
         "cat" | "sed" | "head" | "tail" | "nl" | "less" | "bat"
     ) {
         return None;
     }
-    if *first == "sed" && rest.first().is_none_or(|w| *w != "-n") {
+    let mut rest = words.peekable();
+    if first == "sed" && rest.peek().is_none_or(|w| *w != "-n") {
         return None;
     }
-    let last = *rest.last()?;
+    let last = rest.last()?;
     if last.starts_with('-') || last.starts_with('\'') || last.starts_with('"') {
         return None;
     }
-    Some(last.to_string())
+    Some(last)
 }
 
-fn codex(v: &Value, out: &mut Vec<Event>) {
-    let item = match s(v.get("type")) {
-        Some("response_item") => match v.get("payload") {
-            Some(p) => p,
-            None => return,
-        },
-        Some("compacted") => {
-            out.push(Event::Boundary);
-            return;
-        }
-        Some("session_meta" | "turn_context") => {
-            if let Some(cwd) = v.get("payload").and_then(|p| s(p.get("cwd"))) {
-                out.push(Event::Cwd(cwd.to_string()));
-            }
-            return;
-        }
-        Some("event_msg") => return,
-        _ => v,
+fn shell_call(cmd: Option<Cow<'_, str>>) -> Call<'_> {
+    let Some(c) = cmd else {
+        return Call::Other;
     };
-    let id = || s(item.get("call_id")).unwrap_or("").to_string();
-    match s(item.get("type")).unwrap_or("") {
-        "message" => {
-            let role = s(item.get("role")).unwrap_or("");
-            if let Some(blocks) = item.get("content").and_then(Value::as_array) {
+    match c {
+        Cow::Borrowed(b) => match read_only_file(b) {
+            Some(f) => Call::Files(vec![(Cow::Borrowed(f), FileAction::Read)]),
+            None => Call::Command(Cow::Borrowed(b)),
+        },
+        Cow::Owned(o) => match read_only_file(&o) {
+            Some(f) => Call::Files(vec![(Cow::Owned(f.to_string()), FileAction::Read)]),
+            None => Call::Command(Cow::Owned(o)),
+        },
+    }
+}
+
+impl Line<'_> {
+    fn claude(&self, f: &mut impl FnMut(Event<'_>)) {
+        let kind = self.item.kind.as_str().unwrap_or("");
+        if kind == "system" && self.subtype.as_str() == Some("compact_boundary") {
+            f(Event::Boundary);
+            return;
+        }
+        if kind != "user" && kind != "assistant" {
+            return;
+        }
+        if let Some(cwd) = self.item.cwd.as_str() {
+            f(Event::Cwd(cwd));
+        }
+        let meta = self.is_meta.as_bool().unwrap_or(false)
+            || self.is_compact_summary.as_bool().unwrap_or(false);
+        let say = |t: &str, f: &mut dyn FnMut(Event<'_>)| {
+            if kind == "user" {
+                if !meta && !host_text(t) {
+                    f(Event::UserText(t));
+                }
+            } else {
+                f(Event::AssistantText(t));
+            }
+        };
+        match &self.message.content {
+            Content::Text(t) => say(t, f),
+            Content::Blocks(blocks) => {
                 for b in blocks {
-                    let Some(t) = s(b.get("text")) else { continue };
-                    match role {
-                        "user" if !host_text(t) => out.push(Event::UserText(t.to_string())),
-                        "assistant" => out.push(Event::AssistantText(t.to_string())),
+                    match b.kind.as_str() {
+                        Some("text") => {
+                            if let Some(t) = b.text.as_str() {
+                                say(t, f);
+                            }
+                        }
+                        Some("tool_use") => {
+                            let id = b.id.as_str().unwrap_or("");
+                            let name = b.name.as_str().unwrap_or("");
+                            let call = if name == "Bash" {
+                                match b.input.command.as_str() {
+                                    Some(c) => Call::Command(Cow::Borrowed(c)),
+                                    None => Call::Other,
+                                }
+                            } else {
+                                file_call(name, &b.input)
+                            };
+                            f(Event::Call { id, call });
+                        }
+                        Some("tool_result") => {
+                            let text = content_text(&b.content);
+                            f(Event::Result {
+                                id: b.tool_use_id.as_str().unwrap_or(""),
+                                exit: exit_in_text(&text),
+                                is_error: b.is_error.as_bool().unwrap_or(false),
+                                first_line: first_meaningful_line(&text),
+                            });
+                        }
                         _ => {}
                     }
                 }
             }
+            Content::None => {}
         }
-        "function_call" => {
-            let name = s(item.get("name")).unwrap_or("");
-            let args: Value = s(item.get("arguments"))
-                .and_then(|a| serde_json::from_str(a).ok())
-                .unwrap_or(Value::Null);
-            let call = match name {
-                "shell" | "shell_command" | "exec_command" | "container.exec" => {
-                    shell_call(codex_command(&args))
-                }
-                "apply_patch" => Call::Files(patch_files(
-                    s(args.get("input")).or(s(args.get("patch"))).unwrap_or(""),
-                )),
-                _ => Call::Other,
-            };
-            out.push(Event::Call { id: id(), call });
-        }
-        "custom_tool_call" => {
-            let call = match s(item.get("name")) {
-                Some("apply_patch") => Call::Files(patch_files(s(item.get("input")).unwrap_or(""))),
-                _ => Call::Other,
-            };
-            out.push(Event::Call { id: id(), call });
-        }
-        "local_shell_call" => {
-            let call = match item.get("action") {
-                Some(a) => shell_call(codex_command(a)),
-                None => Call::Other,
-            };
-            out.push(Event::Call { id: id(), call });
-        }
-        t if t.ends_with("_output") => {
-            let raw = match item.get("output") {
-                Some(Value::String(t)) => t.clone(),
-                Some(o) => o.to_string(),
-                None => String::new(),
-            };
-            // `{"output": …, "metadata": {"exit_code": n}}` or plain text.
-            let (text, exit) = match serde_json::from_str::<Value>(&raw) {
-                Ok(Value::Object(m)) => {
-                    let exit = m
-                        .get("metadata")
-                        .and_then(|md| md.get("exit_code"))
-                        .and_then(Value::as_i64);
-                    let text = s(m.get("output")).unwrap_or("").to_string();
-                    (text, exit)
-                }
-                _ => {
-                    let exit = exit_in_text(&raw);
-                    (raw, exit)
-                }
-            };
-            out.push(Event::Result {
-                id: id(),
-                exit,
-                is_error: exit.is_some_and(|e| e != 0),
-                first_line: first_meaningful_line(&text),
-            });
-        }
-        _ => {}
     }
-}
 
-fn shell_call(cmd: Option<String>) -> Call {
-    match cmd {
-        Some(c) => match read_only_file(&c) {
-            Some(f) => Call::Files(vec![(f, FileAction::Read)]),
-            None => Call::Command(c),
-        },
-        None => Call::Other,
-    }
-}
-
-fn opencode(v: &Value, out: &mut Vec<Event>) {
-    let role = v.get("info").and_then(|i| s(i.get("role"))).unwrap_or("");
-    if let Some(cwd) = v
-        .get("info")
-        .and_then(|i| i.get("path"))
-        .and_then(|p| s(p.get("cwd")))
-    {
-        out.push(Event::Cwd(cwd.to_string()));
-    }
-    let Some(parts) = v.get("parts").and_then(Value::as_array) else {
-        return;
-    };
-    for p in parts {
-        match s(p.get("type")) {
-            Some("text") => {
-                if p.get("synthetic").and_then(Value::as_bool).unwrap_or(false) {
-                    continue;
+    fn codex(&self, f: &mut impl FnMut(Event<'_>)) {
+        let item = match self.item.kind.as_str() {
+            Some("response_item") if self.has_payload => &self.payload,
+            Some("response_item") | Some("event_msg") => return,
+            Some("compacted") => {
+                f(Event::Boundary);
+                return;
+            }
+            Some("session_meta" | "turn_context") => {
+                if let Some(cwd) = self.payload.cwd.as_str() {
+                    f(Event::Cwd(cwd));
                 }
-                let Some(t) = s(p.get("text")) else { continue };
-                match role {
-                    "user" if !host_text(t) => out.push(Event::UserText(t.to_string())),
-                    "assistant" => out.push(Event::AssistantText(t.to_string())),
-                    _ => {}
+                return;
+            }
+            _ => &self.item,
+        };
+        let id = item.call_id.as_str().unwrap_or("");
+        match item.kind.as_str().unwrap_or("") {
+            "message" => {
+                let role = item.role.as_str().unwrap_or("");
+                if let Content::Blocks(blocks) = &item.content {
+                    for t in blocks.iter().filter_map(|b| b.text.as_str()) {
+                        match role {
+                            "user" if !host_text(t) => f(Event::UserText(t)),
+                            "assistant" => f(Event::AssistantText(t)),
+                            _ => {}
+                        }
+                    }
                 }
             }
-            Some("tool") => {
-                let tool = s(p.get("tool")).unwrap_or("");
-                let state = p.get("state");
-                let input = state.and_then(|st| st.get("input"));
-                let path = input
-                    .and_then(|i| s(i.get("filePath")).or(s(i.get("file_path"))))
-                    .map(str::to_string);
-                let call = match (tool, path) {
-                    ("bash", _) => match input.and_then(|i| s(i.get("command"))) {
-                        Some(c) => Call::Command(c.to_string()),
-                        None => Call::Other,
-                    },
-                    ("read", Some(p)) => Call::Files(vec![(p, FileAction::Read)]),
-                    ("write", Some(p)) => Call::Files(vec![(p, FileAction::Written)]),
-                    ("edit" | "patch", Some(p)) => Call::Files(vec![(p, FileAction::Edited)]),
+            "function_call" => {
+                let args: Args<'_> = item
+                    .arguments
+                    .as_str()
+                    .and_then(|a| serde_json::from_str(a).ok())
+                    .unwrap_or_default();
+                let call = match item.name.as_str().unwrap_or("") {
+                    "shell" | "shell_command" | "exec_command" | "container.exec" => {
+                        shell_call(codex_command(&args))
+                    }
+                    "apply_patch" => Call::Files(patch_files(
+                        args.input.as_str().or(args.patch.as_str()).unwrap_or(""),
+                    )),
                     _ => Call::Other,
                 };
-                let status = state.and_then(|st| s(st.get("status"))).unwrap_or("");
-                let exit = state
-                    .and_then(|st| st.get("metadata"))
-                    .and_then(|m| m.get("exit"))
-                    .and_then(Value::as_i64);
-                let output = state
-                    .and_then(|st| s(st.get("output")).or(s(st.get("error"))))
-                    .unwrap_or("");
-                let is_error = status == "error" || exit.is_some_and(|e| e != 0);
-                let exit = match (exit, &call) {
-                    (None, Call::Command(_)) if status == "error" => Some(1),
-                    (e, _) => e,
+                f(Event::Call { id, call });
+            }
+            "custom_tool_call" => {
+                let call = match item.name.as_str() {
+                    Some("apply_patch") => {
+                        Call::Files(patch_files(item.input.as_str().unwrap_or("")))
+                    }
+                    _ => Call::Other,
                 };
-                out.push(Event::CallResult {
-                    call,
+                f(Event::Call { id, call });
+            }
+            "local_shell_call" => {
+                let call = shell_call(codex_command(&item.action));
+                f(Event::Call { id, call });
+            }
+            t if t.ends_with("_output") => {
+                let raw: Cow<'_, str> = match &item.output {
+                    StrOrValue::Str(t) => Cow::Borrowed(t),
+                    StrOrValue::Value(o) => Cow::Owned(o.to_string()),
+                    StrOrValue::Missing => Cow::Borrowed(""),
+                };
+                // `{"output": …, "metadata": {"exit_code": n}}` or plain text.
+                let (text, exit) = match serde_json::from_str::<OutputDoc<'_>>(&raw) {
+                    Ok(d) if d.object => {
+                        let exit = d.metadata.exit_code.as_i64();
+                        (first_meaningful_line(d.output.as_str().unwrap_or("")), exit)
+                    }
+                    _ => (first_meaningful_line(&raw), exit_in_text(&raw)),
+                };
+                f(Event::Result {
+                    id,
                     exit,
-                    is_error,
-                    first_line: first_meaningful_line(output),
+                    is_error: exit.is_some_and(|e| e != 0),
+                    first_line: text,
                 });
             }
             _ => {}
         }
+    }
+
+    fn opencode(&self, f: &mut impl FnMut(Event<'_>)) {
+        let role = self.info.role.as_str().unwrap_or("");
+        if let Some(cwd) = self.info.path.cwd.as_str() {
+            f(Event::Cwd(cwd));
+        }
+        let Some(parts) = &self.parts.0 else {
+            return;
+        };
+        for p in parts {
+            match p.kind.as_str() {
+                Some("text") => {
+                    if p.synthetic.as_bool().unwrap_or(false) {
+                        continue;
+                    }
+                    let Some(t) = p.text.as_str() else { continue };
+                    match role {
+                        "user" if !host_text(t) => f(Event::UserText(t)),
+                        "assistant" => f(Event::AssistantText(t)),
+                        _ => {}
+                    }
+                }
+                Some("tool") => {
+                    let tool = p.tool.as_str().unwrap_or("");
+                    let st = &p.state;
+                    let path = st
+                        .input
+                        .file_path_camel
+                        .as_str()
+                        .or(st.input.file_path.as_str())
+                        .map(Cow::Borrowed);
+                    let call = match (tool, path) {
+                        ("bash", _) => match st.input.command.as_str() {
+                            Some(c) => Call::Command(Cow::Borrowed(c)),
+                            None => Call::Other,
+                        },
+                        ("read", Some(p)) => Call::Files(vec![(p, FileAction::Read)]),
+                        ("write", Some(p)) => Call::Files(vec![(p, FileAction::Written)]),
+                        ("edit" | "patch", Some(p)) => Call::Files(vec![(p, FileAction::Edited)]),
+                        _ => Call::Other,
+                    };
+                    let status = st.status.as_str().unwrap_or("");
+                    let exit = st.metadata.exit.as_i64();
+                    let output = st.output.as_str().or(st.error.as_str()).unwrap_or("");
+                    let is_error = status == "error" || exit.is_some_and(|e| e != 0);
+                    let exit = match (exit, &call) {
+                        (None, Call::Command(_)) if status == "error" => Some(1),
+                        (e, _) => e,
+                    };
+                    f(Event::CallResult {
+                        call,
+                        exit,
+                        is_error,
+                        first_line: first_meaningful_line(output),
+                    });
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn events_of(host: HostKind, line: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        match parse_line(line) {
+            Ok(l) => l.events(host, &mut |e| out.push(format!("{e:?}"))),
+            Err(e) => out.push(format!("error: {e}")),
+        }
+        out
+    }
+
+    #[test]
+    fn unescaped_texts_are_borrowed_from_the_line() {
+        let line = r#"{"type":"user","cwd":"/r","message":{"content":[{"type":"text","text":"Never push to main."},{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"cargo test -p x"}}]}}"#;
+        let l = parse_line(line).unwrap_or_default();
+        let range = line.as_bytes().as_ptr_range();
+        let mut seen = 0;
+        l.events(HostKind::ClaudeCode, &mut |e| {
+            let s: &str = match &e {
+                Event::Cwd(s) | Event::UserText(s) => s,
+                Event::Call {
+                    call: Call::Command(c),
+                    ..
+                } => c,
+                other => panic!("unexpected {other:?}"),
+            };
+            assert!(range.contains(&s.as_ptr()), "{s} was copied");
+            seen += 1;
+        });
+        assert_eq!(seen, 3);
+    }
+
+    #[test]
+    fn each_host_gives_its_events() {
+        let claude = events_of(
+            HostKind::ClaudeCode,
+            r#"{"type":"user","isMeta":false,"message":{"content":[{"type":"tool_result","tool_use_id":"t1","is_error":true,"content":[{"type":"text","text":"Exit code 2"},{"type":"text","text":"error: boom"}]}]}}"#,
+        );
+        assert_eq!(
+            claude,
+            [r#"Result { id: "t1", exit: Some(2), is_error: true, first_line: "error: boom" }"#]
+        );
+        let codex = events_of(
+            HostKind::Codex,
+            r#"{"type":"response_item","payload":{"type":"function_call","name":"shell","call_id":"c1","arguments":"{\"command\":[\"bash\",\"-lc\",\"sed -n 1,80p src/lib.rs\"]}"}}"#,
+        );
+        assert_eq!(
+            codex,
+            [r#"Call { id: "c1", call: Files([("src/lib.rs", Read)]) }"#]
+        );
+        let out = events_of(
+            HostKind::Codex,
+            r#"{"type":"response_item","payload":{"type":"function_call_output","call_id":"c1","output":"{\"output\":\"\\nfailed: 3 tests\\n\",\"metadata\":{\"exit_code\":101}}"}}"#,
+        );
+        assert_eq!(
+            out,
+            [
+                r#"Result { id: "c1", exit: Some(101), is_error: true, first_line: "failed: 3 tests" }"#
+            ]
+        );
+        // An output that is not a string is read as its JSON text.
+        let out = events_of(
+            HostKind::Codex,
+            r#"{"type":"function_call_output","call_id":"c2","output":["Exit code 3"]}"#,
+        );
+        assert_eq!(
+            out,
+            [
+                r#"Result { id: "c2", exit: None, is_error: false, first_line: "[\"Exit code 3\"]" }"#
+            ]
+        );
+        let opencode = events_of(
+            HostKind::OpenCode,
+            r#"{"info":{"role":"assistant","path":{"cwd":"/r"}},"parts":[{"type":"tool","tool":"bash","state":{"status":"error","input":{"command":"npm test"},"error":"boom"}},{"type":"text","text":"We chose vitest.","synthetic":false}]}"#,
+        );
+        assert_eq!(
+            opencode,
+            [
+                r#"Cwd("/r")"#,
+                r#"CallResult { call: Command("npm test"), exit: Some(1), is_error: true, first_line: "boom" }"#,
+                r#"AssistantText("We chose vitest.")"#,
+            ]
+        );
+    }
+
+    #[test]
+    fn fields_of_the_wrong_shape_read_as_missing() {
+        for line in [
+            r#"{"type":"user","message":7}"#,
+            r#"{"type":"user","message":{"content":{"a":1}}}"#,
+            r#"{"type":"user","message":{"content":[null,7,"s",[1]]}}"#,
+            r#"{"type":["user"],"message":{"content":"hi there you"}}"#,
+            r#"{"type":"assistant","message":{"content":[{"type":"tool_use","name":"Bash","input":"ls"}]}}"#,
+        ] {
+            let l = parse_line(line);
+            assert!(l.is_ok(), "{line}");
+            let mut n = 0;
+            if let Ok(l) = l {
+                l.events(HostKind::ClaudeCode, &mut |e| {
+                    assert!(
+                        matches!(
+                            e,
+                            Event::Call {
+                                call: Call::Other,
+                                ..
+                            }
+                        ),
+                        "{e:?}"
+                    );
+                    n += 1;
+                });
+            }
+            assert!(n <= 1, "{line}");
+        }
+        // `command` holds a number: Codex does not fall back to `cmd`.
+        let e = events_of(
+            HostKind::Codex,
+            r#"{"type":"function_call","name":"shell","call_id":"a","arguments":"{\"command\":5,\"cmd\":\"ls\"}"}"#,
+        );
+        assert_eq!(e, [r#"Call { id: "a", call: Other }"#]);
+    }
+
+    #[test]
+    fn what_the_trail_skips_is_never_built() {
+        // Nesting far deeper than a `Value` may hold, and a number out of
+        // f64's range, in fields the trail does not read: the line is read
+        // (skipping is iterative: no stack to overflow).
+        let deep = format!(
+            r#"{{"type":"user","deep":{}{},"n":1e400,"message":{{"content":"Never go deep."}}}}"#,
+            "[".repeat(100_000),
+            "]".repeat(100_000)
+        );
+        assert_eq!(
+            events_of(HostKind::ClaudeCode, &deep),
+            [r#"UserText("Never go deep.")"#]
+        );
+        assert!(parse_line("{\"type\":\"user\",\"message\":").is_err());
+    }
+
+    #[test]
+    fn hosts_are_detected_from_the_keys_present() {
+        let host = |s: &str| parse_line(s).ok().and_then(|l| l.host());
+        assert_eq!(
+            host(r#"{"info":null,"parts":null}"#),
+            Some(HostKind::OpenCode)
+        );
+        assert_eq!(
+            host(r#"{"type":"user","message":null}"#),
+            Some(HostKind::ClaudeCode)
+        );
+        assert_eq!(host(r#"{"type":"user"}"#), None);
+        assert_eq!(host(r#"{"type":"compacted"}"#), Some(HostKind::Codex));
+        assert_eq!(
+            host(r#"{"type":"function_call_output"}"#),
+            Some(HostKind::Codex)
+        );
+        assert_eq!(host("[1,2]"), None);
     }
 }

@@ -1,0 +1,265 @@
+//! The gate log (`_xref/gate-log.jsonl`): what each gate's plan appends.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use mnemo_compress::gatelog::{self, GATE_LOG, GateRecord};
+use mnemo_compress::plan::{
+    BankTexts, FileChange, GatePlan, GateRequest, gate_reads, plan_gate, prepare,
+};
+use mnemo_model::{Config, Format, SummaryRecord, parse_records};
+use mnemo_score::Engine;
+
+const DATE: &str = "2026-06-20";
+
+fn ident(t: &str) -> String {
+    t.to_string()
+}
+
+fn records(items: &[(&str, serde_json::Value)]) -> Vec<(String, SummaryRecord)> {
+    items
+        .iter()
+        .flat_map(|(name, v)| {
+            parse_records(&v.to_string(), name, Format::Json)
+                .unwrap()
+                .into_iter()
+                .map(|r| (name.to_string(), r))
+        })
+        .collect()
+}
+
+fn hermes(summary: &str) -> (&'static str, serde_json::Value) {
+    (
+        "hermes.json",
+        serde_json::json!({"agent": "hermes", "status": "complete",
+            "summary": summary, "files_changed": ["src/auth.rs"]}),
+    )
+}
+
+fn demeter() -> (&'static str, serde_json::Value) {
+    (
+        "demeter.json",
+        serde_json::json!({"agent": "demeter", "status": "complete",
+            "summary": "CREATE TABLE refresh_tokens with columns token_hash, expires_at; migration 0012.",
+            "files_changed": ["migrations/0012.sql"]}),
+    )
+}
+
+fn blocked() -> (&'static str, serde_json::Value) {
+    (
+        "aphrodite.json",
+        serde_json::json!({"agent": "aphrodite", "status": "blocked",
+            "summary": "Login form waits for the API.", "blockers": ["POST /auth/login"]}),
+    )
+}
+
+fn plan_with(
+    config: &Config,
+    phase: &str,
+    recs: &[(String, SummaryRecord)],
+    texts: &BankTexts,
+    clean: &dyn Fn(&str) -> String,
+) -> GatePlan {
+    let engine = Engine::new(config).unwrap();
+    let prepared = prepare(config, None, &[], recs.to_vec(), &ident);
+    plan_gate(
+        &GateRequest {
+            config,
+            engine: &engine,
+            phase,
+            from: &["hermes".to_string()],
+            to: &["themis".to_string()],
+            phases: None,
+            date: DATE,
+            feature: Some("auth"),
+            records: &prepared.records,
+        },
+        texts,
+        clean,
+    )
+    .unwrap()
+}
+
+fn plan(phase: &str, recs: &[(String, SummaryRecord)], texts: &BankTexts) -> GatePlan {
+    plan_with(&Config::default(), phase, recs, texts, &ident)
+}
+
+fn empty(phase: &str) -> BankTexts {
+    BankTexts::absent(&gate_reads(phase, DATE))
+}
+
+fn log_text(p: &GatePlan) -> Option<&str> {
+    p.changes.iter().find_map(|c| match c {
+        FileChange::Write { rel, content } if rel == GATE_LOG => Some(content.as_str()),
+        _ => None,
+    })
+}
+
+fn only_record(p: &GatePlan) -> GateRecord {
+    let parsed = gatelog::parse(log_text(p).expect("the gate appends its line"));
+    assert!(parsed.unreadable.is_empty());
+    assert_eq!(parsed.records.len(), 1);
+    parsed.records.into_iter().next().unwrap()
+}
+
+#[test]
+fn a_gate_appends_one_line_with_what_it_decided() {
+    let recs = records(&[
+        hermes("Added POST /auth/login with JWT refresh rotation; answers 401 when expired."),
+        demeter(),
+        blocked(),
+    ]);
+    let p = plan("1", &recs, &empty("1"));
+    let text = log_text(&p).unwrap();
+    assert_eq!(text.lines().count(), 1);
+    assert!(text.ends_with('\n'));
+    let r = only_record(&p);
+    assert_eq!(Some(&r), p.gate_log.as_ref());
+    assert_eq!((r.seq, r.version, r.phase.as_str()), (1, 1, "1"));
+    assert_eq!(r.confirmation, p.outcome.confirmation);
+    assert_eq!(r.entries.len(), 2);
+    // Allocation order: score descending, each with its explain.
+    assert!(r.entries[0].score_exact >= r.entries[1].score_exact);
+    let h = r.entries.iter().find(|e| e.agent == "Hermes").unwrap();
+    assert_eq!(h.key, "2026-06-20|1|hermes");
+    assert_eq!(h.action, "new");
+    assert_eq!(h.source, "hermes.json");
+    let dims: Vec<&str> = h.explain.iter().map(|x| x.dimension.as_str()).collect();
+    assert_eq!(
+        dims,
+        ["impact", "risk", "novelty", "blockers", "downstream"]
+    );
+    assert!(h.explain[0].why.contains("keyword"), "{:?}", h.explain);
+    assert!(h.input_chars > 0 && h.entry_chars > 0);
+    assert!(h.input_tokens > 0 && h.entry_tokens > 0);
+    assert_eq!(h.facts_total, h.facts_kept.len() + h.facts_dropped.len());
+    assert!(
+        h.facts_kept.iter().any(|f| f.contains("POST /auth/login")),
+        "{:?}",
+        h.facts_kept
+    );
+    // The skipped input, with the preflight's reason.
+    assert_eq!(r.skipped.len(), 1);
+    assert_eq!(r.skipped[0].source, "aphrodite.json");
+    assert!(!r.skipped[0].reason.is_empty());
+    let b = r.budget;
+    assert_eq!(
+        b.allocated_half_lines,
+        b.base_half_lines + b.carry_in_half_lines
+    );
+    assert_eq!(b.over_budget, b.used_half_lines > b.allocated_half_lines);
+    assert!(r.c7.is_none());
+}
+
+#[test]
+fn a_re_run_appends_nothing_and_a_new_gate_appends_the_next_line() {
+    let recs = records(&[hermes("Added POST /auth/login."), demeter()]);
+    let mut texts = empty("1");
+    let first = plan("1", &recs, &texts);
+    texts.apply(&first.changes);
+    let again = plan("1", &recs, &texts);
+    assert!(again.gate_log.is_none());
+    assert!(log_text(&again).is_none());
+
+    // An updated summary is a change: line 2, the entry `updated`.
+    let recs2 = records(&[
+        hermes("Added POST /auth/login and POST /auth/logout."),
+        demeter(),
+    ]);
+    let second = plan("1", &recs2, &texts);
+    let parsed = gatelog::parse(log_text(&second).unwrap());
+    assert_eq!(parsed.records.len(), 2);
+    assert_eq!(parsed.records[0], first.gate_log.unwrap());
+    let r = &parsed.records[1];
+    assert_eq!(r.seq, 2);
+    let actions: Vec<(&str, &str)> = r
+        .entries
+        .iter()
+        .map(|e| (e.agent.as_str(), e.action.as_str()))
+        .collect();
+    assert!(actions.contains(&("Hermes", "updated")), "{actions:?}");
+    assert!(actions.contains(&("Demeter", "unchanged")), "{actions:?}");
+}
+
+#[test]
+fn c7_trims_are_recorded_with_sizes_and_keys() {
+    let mut config = Config::default();
+    config.budget.total_lines = 3;
+    let recs = records(&[
+        hermes("Added POST /auth/login with JWT refresh rotation; answers 401 when expired."),
+        demeter(),
+        (
+            "notes.json",
+            serde_json::json!({"agent": "mnemosyne", "status": "complete",
+                "summary": "Notes.", "files_changed": ["docs/notes.md"]}),
+        ),
+    ]);
+    let p = plan_with(&config, "1", &recs, &empty("1"), &ident);
+    let r = only_record(&p);
+    let c7 = r.c7.expect("the section went over its 3-line cap");
+    assert_eq!(Some(&c7.log), p.outcome.trim.as_ref());
+    assert_eq!(c7.cap_half_lines, 6);
+    assert!(c7.before_half_lines > c7.cap_half_lines, "{c7:?}");
+    assert!(c7.after_half_lines < c7.before_half_lines, "{c7:?}");
+    assert!(!c7.removed.is_empty() || !c7.shortened.is_empty());
+    assert!(c7.archive.starts_with("_notes/archive/2026-06"));
+}
+
+#[test]
+fn every_string_is_scrubbed_on_its_own_and_the_line_stays_json() {
+    let recs = records(&[hermes(
+        "Added POST /auth/login with a \"quoted\" secret-ish value.",
+    )]);
+    // A scrubber that would break JSON if it ran on the whole line.
+    let clean = |t: &str| t.replace("auth", "\"}{AUTH\\");
+    let p = plan_with(&Config::default(), "1", &recs, &empty("1"), &clean);
+    let text = log_text(&p).unwrap();
+    let r = only_record(&p);
+    assert!(text.contains("AUTH"));
+    assert!(r.entries[0].key.contains("hermes"));
+    assert!(
+        r.entries[0]
+            .facts_kept
+            .iter()
+            .chain(&r.entries[0].facts_dropped)
+            .all(|f| !f.contains("/auth/"))
+    );
+}
+
+#[test]
+fn an_existing_log_is_kept_byte_for_byte_and_bad_lines_are_counted() {
+    let old = "not json\n";
+    let texts = empty("1").with(GATE_LOG, Some(old));
+    let p = plan("1", &records(&[demeter()]), &texts);
+    let text = log_text(&p).unwrap();
+    assert!(text.starts_with(old));
+    let parsed = gatelog::parse(text);
+    assert_eq!(parsed.unreadable, [1]);
+    assert_eq!(parsed.records[0].seq, 2);
+}
+
+#[test]
+fn a_log_that_was_not_read_is_an_error() {
+    let rels: Vec<String> = gate_reads("1", DATE)
+        .into_iter()
+        .filter(|r| r != GATE_LOG)
+        .collect();
+    let config = Config::default();
+    let engine = Engine::new(&config).unwrap();
+    let recs = records(&[demeter()]);
+    let err = plan_gate(
+        &GateRequest {
+            config: &config,
+            engine: &engine,
+            phase: "1",
+            from: &[],
+            to: &[],
+            phases: None,
+            date: DATE,
+            feature: None,
+            records: &recs,
+        },
+        &BankTexts::absent(&rels),
+        &ident,
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains(GATE_LOG), "{err}");
+}
