@@ -251,6 +251,21 @@ pub fn recorded_lineage<'e, S: SessionStore + ?Sized>(
     session: &str,
     entries: impl Iterator<Item = &'e EntryProvenance> + Clone,
 ) -> Result<Vec<Provenance>, StoreError> {
+    // Most regions hold no lineage at all: nothing to look up, no index of
+    // the entries' nodes to build.
+    let follows = |p: &Provenance| {
+        !p.derived_from.is_empty()
+            && policy
+                .fixed_trust(p.origin, p.source_id.as_deref())
+                .is_none()
+    };
+    if !entries
+        .clone()
+        .flat_map(|e| e.provenance.iter())
+        .any(follows)
+    {
+        return Ok(Vec::new());
+    }
     let local: HashMap<&str, &Provenance> = entries
         .clone()
         .flat_map(|e| e.provenance.iter())
