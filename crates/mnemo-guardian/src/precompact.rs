@@ -251,11 +251,54 @@ pub fn recorded_lineage<'e, S: SessionStore + ?Sized>(
     session: &str,
     entries: impl Iterator<Item = &'e EntryProvenance> + Clone,
 ) -> Result<Vec<Provenance>, StoreError> {
+    // Most regions hold no lineage at all: nothing to look up, no index of
+    // the entries' nodes to build.
+    let follows = |p: &Provenance| {
+        !p.derived_from.is_empty()
+            && policy
+                .fixed_trust(p.origin, p.source_id.as_deref())
+                .is_none()
+    };
+    if !entries
+        .clone()
+        .flat_map(|e| e.provenance.iter())
+        .any(follows)
+    {
+        return Ok(Vec::new());
+    }
     let local: HashMap<&str, &Provenance> = entries
         .clone()
         .flat_map(|e| e.provenance.iter())
         .map(|p| (p.provenance_id.as_str(), p))
         .collect();
+    reach_recorded(
+        store,
+        policy,
+        session,
+        entries.flat_map(|e| e.provenance.iter()),
+        &local,
+    )
+}
+
+/// The recorded nodes that the lineage of `roots` reaches, every lineage
+/// id resolving to its latest recorded node: the same trust for `roots` as
+/// with every recorded node known ([`TrustResolver`] over all steps).
+pub fn recorded_lineage_of<'r, S: SessionStore + ?Sized>(
+    store: &mut S,
+    policy: &Policy,
+    session: &str,
+    roots: impl Iterator<Item = &'r Provenance>,
+) -> Result<Vec<Provenance>, StoreError> {
+    reach_recorded(store, policy, session, roots, &HashMap::new())
+}
+
+fn reach_recorded<'r, S: SessionStore + ?Sized>(
+    store: &mut S,
+    policy: &Policy,
+    session: &str,
+    roots: impl Iterator<Item = &'r Provenance>,
+    local: &HashMap<&str, &Provenance>,
+) -> Result<Vec<Provenance>, StoreError> {
     let mut queued: HashSet<String> = HashSet::new();
     let mut frontier: Vec<String> = Vec::new();
     let push = |p: &Provenance, frontier: &mut Vec<String>, queued: &mut HashSet<String>| {
@@ -271,7 +314,7 @@ pub fn recorded_lineage<'e, S: SessionStore + ?Sized>(
             }
         }
     };
-    for p in entries.flat_map(|e| e.provenance.iter()) {
+    for p in roots {
         push(p, &mut frontier, &mut queued);
     }
     let mut known = Vec::new();

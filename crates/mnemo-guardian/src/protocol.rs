@@ -1132,17 +1132,25 @@ impl<S: SessionStore> Guardian<S> {
             return (record, Err(e.into()));
         }
         let r = (|| -> Result<Hash, RpcError> {
-            let steps = self.store.steps(host.session_id)?;
+            // Through the store's indexes, not every step: the allowed
+            // preCompact's step, and whether a postCompact came after it.
             let last = self.store.last_compaction(host.session_id)?;
-            let waiting = last
-                .filter(|rec| rec.verdict == Verdict::Allow)
-                .and_then(|rec| {
-                    let at = steps.iter().position(|s| s.step_id == rec.step_id)?;
-                    let consumed = steps[at + 1..]
-                        .iter()
-                        .any(|s| s.method == "steps/postCompact");
-                    (!consumed).then(|| (rec, steps[at].provenance.clone()))
-                });
+            let waiting = match last.filter(|rec| rec.verdict == Verdict::Allow) {
+                Some(rec) => {
+                    let step = self
+                        .store
+                        .steps_by_id(host.session_id, &[rec.step_id.as_str()])?
+                        .into_iter()
+                        .find(|s| s.step_id == rec.step_id);
+                    match step {
+                        Some(st) if !self.post_compact_after(host.session_id, st.seq)? => {
+                            Some((rec, st.provenance))
+                        }
+                        _ => None,
+                    }
+                }
+                None => None,
+            };
             match &waiting {
                 Some((rec, judged)) => {
                     let union: BTreeSet<String> =
@@ -1154,7 +1162,12 @@ impl<S: SessionStore> Guardian<S> {
                     record.reasoning = "no allowed preCompact of this session waits for this compaction; the summary's lineage is unknown".into();
                 }
             }
-            let known: Vec<Provenance> = steps.iter().flat_map(|s| s.provenance.clone()).collect();
+            let known = crate::precompact::recorded_lineage_of(
+                &mut self.store,
+                &self.policy,
+                host.session_id,
+                std::iter::once(&record.summary),
+            )?;
             record.trust = TrustResolver::new(&self.policy, known.iter()).trust(&record.summary);
             if let Some((rec, judged)) = &waiting {
                 record.reasoning = format!(
@@ -1210,6 +1223,30 @@ impl<S: SessionStore> Guardian<S> {
             Err(e) => {
                 let _ = self.store.rollback();
                 (record, Err(e))
+            }
+        }
+    }
+
+    /// Whether the session recorded a `steps/postCompact` after step
+    /// number `seq` (its provenance is the `agent_generated` summary, so
+    /// the origin index finds it; pages newest first).
+    fn post_compact_after(&mut self, session: &str, seq: u64) -> Result<bool, StoreError> {
+        const PAGE: usize = 64;
+        let mut before: Option<u64> = None;
+        loop {
+            let page = self.store.steps_with_origin(
+                session,
+                &[Origin::AgentGenerated],
+                seq,
+                before,
+                PAGE,
+            )?;
+            if page.iter().any(|s| s.method == "steps/postCompact") {
+                return Ok(true);
+            }
+            match page.last() {
+                Some(oldest) if page.len() == PAGE => before = Some(oldest.seq),
+                _ => return Ok(false),
             }
         }
     }

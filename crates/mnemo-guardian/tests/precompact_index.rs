@@ -6,7 +6,7 @@ use mnemo_guardian::chain::Hash;
 use mnemo_guardian::decide::{CompactionInput, EntryProvenance, decide_compaction};
 use mnemo_guardian::model::{PreCompact, Provenance, ProvenanceSummary, summarize};
 use mnemo_guardian::precompact::{
-    decide_pre_compact, decide_pre_compact_full_scan, recorded_lineage,
+    decide_pre_compact, decide_pre_compact_full_scan, recorded_lineage, recorded_lineage_of,
 };
 use mnemo_guardian::store::{CompactionRecord, SessionHandshake, StepRecord, StoreError};
 use mnemo_guardian::{MemoryStore, Origin, Policy, SessionStore, Trigger};
@@ -198,6 +198,26 @@ proptest! {
         prop_assert_eq!(&input(&known), &want);
         let known = recorded_lineage(&mut plain, &policy, "sess", entries.iter().chain(&after)).unwrap();
         prop_assert_eq!(&input(&known), &want);
+    }
+
+    /// A summary's trust from only the recorded nodes its lineage reaches
+    /// equals its trust with every recorded node known (PostCompact).
+    #[test]
+    fn summary_trust_through_the_index_equals_every_node_known(
+        steps in steps(),
+        summary in node(),
+        pol in 0..POLICIES.len(),
+    ) {
+        use mnemo_guardian::decide::TrustResolver;
+        let policy = Policy::from_toml(POLICIES[pol]).expect("test policy parses");
+        let all: Vec<Provenance> = steps.iter().flat_map(|s| s.provenance.clone()).collect();
+        let want = TrustResolver::new(&policy, all.iter()).trust(&summary);
+        let mut mem = MemoryStore::new();
+        for s in &steps {
+            mem.record_step("sess", s).unwrap();
+        }
+        let known = recorded_lineage_of(&mut mem, &policy, "sess", std::iter::once(&summary)).unwrap();
+        prop_assert_eq!(TrustResolver::new(&policy, known.iter()).trust(&summary), want);
     }
 }
 

@@ -1055,3 +1055,93 @@ fn agents_the_policy_does_not_permit_are_refused_the_session() {
     let e = Policy::from_toml("[guardian]\npermitted_agents = \"a\"\n").unwrap_err();
     assert_eq!(e.key, "guardian.permitted_agents");
 }
+
+/// A host's PostCompact takes its lineage from the allowed PreCompact that
+/// waits for it (found through the store's indexes), once: a second one
+/// finds it consumed; the summary's trust follows the recorded nodes its
+/// lineage reaches.
+#[test]
+fn host_post_compact_takes_the_waiting_pre_compact_once() {
+    use mnemo_guardian::decide::EntryProvenance;
+    use mnemo_guardian::policy::Trust;
+    use mnemo_guardian::protocol::{HostCompaction, HostPostCompaction};
+    use mnemo_guardian::{Origin, Provenance, Trigger};
+    let mut g = guardian_with(Policy::default());
+    let entry = |id: &str, o: Origin| EntryProvenance {
+        step_id: id.into(),
+        provenance: vec![Provenance::new(format!("{id}#0"), o, Some("src"))],
+    };
+    let entries = vec![
+        entry("e1", Origin::UserInput),
+        entry("e2", Origin::AgentGenerated),
+    ];
+    let pre = |g: &mut Guardian<MemoryStore>, rid: &str, entries: &[EntryProvenance]| {
+        let (d, rec) = g.pre_compact_from_host(&HostCompaction {
+            session_id: "s",
+            agent_id: "codex",
+            request_id: rid,
+            entries,
+            after: &[],
+            trigger: Trigger::Manual,
+        });
+        rec.unwrap();
+        d
+    };
+    let post = |g: &mut Guardian<MemoryStore>, rid: &str, summary: &str| {
+        let (r, h) = g.post_compact_from_host(&HostPostCompaction {
+            session_id: "s",
+            agent_id: "codex",
+            request_id: rid,
+            summary_id: summary,
+            summary_source: "codex:summary",
+            unknown_lineage: "unknown",
+        });
+        h.unwrap();
+        r
+    };
+    assert!(pre(&mut g, "pre-1", &entries).allowed());
+    // other sessions' steps never count
+    let r = g.post_compact_from_host(&HostPostCompaction {
+        session_id: "other",
+        agent_id: "codex",
+        request_id: "post-x",
+        summary_id: "sum-x",
+        summary_source: "codex:summary",
+        unknown_lineage: "unknown",
+    });
+    assert_eq!(r.0.pre_compact, None);
+    let first = post(&mut g, "post-1", "sum-1");
+    assert_eq!(first.pre_compact.as_deref(), Some("pre-1"));
+    assert_eq!(first.summary.derived_from, vec!["e1#0", "e2#0"]);
+    assert_eq!(first.trust, Trust::Trusted, "{}", first.reasoning);
+    let second = post(&mut g, "post-2", "sum-2");
+    assert_eq!(second.pre_compact, None, "{}", second.reasoning);
+    assert_eq!(second.summary.derived_from, vec!["unknown"]);
+    assert_eq!(second.trust, Policy::default().unknown_lineage);
+    let mut g2 = guardian_with(Policy::default());
+    // an untrusted entry judged by the allowed preCompact makes the summary untrusted
+    let tainted = vec![
+        entry("t1", Origin::UserInput),
+        EntryProvenance {
+            step_id: "t2".into(),
+            provenance: vec![Provenance::new(
+                "t2#0",
+                Origin::Retrieved,
+                Some("https://x"),
+            )],
+        },
+    ];
+    let (d, rec) = g2.pre_compact_from_host(&HostCompaction {
+        session_id: "s",
+        agent_id: "codex",
+        request_id: "pre-t",
+        entries: &tainted,
+        after: &[],
+        trigger: Trigger::Manual,
+    });
+    rec.unwrap();
+    assert!(d.allowed(), "manual override: {}", d.reasoning);
+    let r = post(&mut g2, "post-t", "sum-t");
+    assert_eq!(r.pre_compact.as_deref(), Some("pre-t"));
+    assert_eq!(r.trust, Trust::Untrusted, "{}", r.reasoning);
+}
