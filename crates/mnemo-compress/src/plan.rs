@@ -1376,42 +1376,13 @@ pub fn plan_compress_inputs(
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
-    use mnemo_model::{Format, parse_records};
-
-    const DATE: &str = "2026-06-20";
-
-    fn ident(t: &str) -> String {
-        t.to_string()
+    mod gate_fixtures {
+        include!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/common/gate_fixtures.rs"
+        ));
     }
-
-    fn records(items: &[(&str, serde_json::Value)]) -> Vec<(String, SummaryRecord)> {
-        items
-            .iter()
-            .flat_map(|(name, v)| {
-                parse_records(&v.to_string(), name, Format::Json)
-                    .unwrap()
-                    .into_iter()
-                    .map(|r| (name.to_string(), r))
-            })
-            .collect()
-    }
-
-    fn hermes(summary: &str) -> (&'static str, serde_json::Value) {
-        (
-            "hermes.json",
-            serde_json::json!({"agent": "hermes", "status": "complete",
-                "summary": summary, "files_changed": ["src/auth.rs"]}),
-        )
-    }
-
-    fn demeter() -> (&'static str, serde_json::Value) {
-        (
-            "demeter.json",
-            serde_json::json!({"agent": "demeter", "status": "complete",
-                "summary": "CREATE TABLE refresh_tokens with columns token_hash, expires_at; migration 0012.",
-                "files_changed": ["migrations/0012.sql"]}),
-        )
-    }
+    use gate_fixtures::{DATE, demeter, hermes, ident, records};
 
     /// Plans a gate of `phase` over `recs` on `texts`.
     fn plan(phase: &str, recs: &[(String, SummaryRecord)], texts: &BankTexts) -> GatePlan {

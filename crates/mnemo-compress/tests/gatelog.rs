@@ -5,43 +5,12 @@ use mnemo_compress::gatelog::{self, GATE_LOG, GateRecord};
 use mnemo_compress::plan::{
     BankTexts, FileChange, GatePlan, GateRequest, gate_reads, plan_gate, prepare,
 };
-use mnemo_model::{Config, Format, SummaryRecord, parse_records};
+use mnemo_model::{Config, SummaryRecord};
 use mnemo_score::Engine;
 
-const DATE: &str = "2026-06-20";
-
-fn ident(t: &str) -> String {
-    t.to_string()
-}
-
-fn records(items: &[(&str, serde_json::Value)]) -> Vec<(String, SummaryRecord)> {
-    items
-        .iter()
-        .flat_map(|(name, v)| {
-            parse_records(&v.to_string(), name, Format::Json)
-                .unwrap()
-                .into_iter()
-                .map(|r| (name.to_string(), r))
-        })
-        .collect()
-}
-
-fn hermes(summary: &str) -> (&'static str, serde_json::Value) {
-    (
-        "hermes.json",
-        serde_json::json!({"agent": "hermes", "status": "complete",
-            "summary": summary, "files_changed": ["src/auth.rs"]}),
-    )
-}
-
-fn demeter() -> (&'static str, serde_json::Value) {
-    (
-        "demeter.json",
-        serde_json::json!({"agent": "demeter", "status": "complete",
-            "summary": "CREATE TABLE refresh_tokens with columns token_hash, expires_at; migration 0012.",
-            "files_changed": ["migrations/0012.sql"]}),
-    )
-}
+#[path = "common/gate_fixtures.rs"]
+mod gate_fixtures;
+use gate_fixtures::{DATE, demeter, hermes, ident, records};
 
 fn blocked() -> (&'static str, serde_json::Value) {
     (
