@@ -6,66 +6,17 @@
 //! built-in file fails the build. Patterns are not compiled here: the crate's
 //! tests compile every one.
 
-use serde::Deserialize;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::fmt::Write as _;
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RuleFile {
-    #[serde(default)]
-    version: Option<u32>,
-    #[serde(default)]
-    macros: BTreeMap<String, String>,
-    #[serde(default)]
-    allow: AllowSection,
-    #[serde(default, rename = "rule")]
-    rules: Vec<RuleSpec>,
-}
-
-#[derive(Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct AllowSection {
-    #[serde(default)]
-    templates: Vec<String>,
-    #[serde(default)]
-    placeholders: Vec<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RuleSpec {
-    id: String,
-    description: String,
-    pattern: String,
-    keywords: Vec<String>,
-    #[serde(default)]
-    secret_group: Option<usize>,
-    #[serde(default)]
-    entropy: Option<f64>,
-    #[serde(default)]
-    allow: Vec<String>,
-    #[serde(default)]
-    specificity: Option<u32>,
-    #[serde(default)]
-    placeholders: bool,
-    #[serde(default)]
-    code_aware: bool,
-    #[serde(default)]
-    require_digit: bool,
-    #[serde(default)]
-    max_len: Option<usize>,
-    #[serde(default)]
-    pantheon_replacement: Option<String>,
-    #[serde(default)]
-    examples: Vec<String>,
-    #[serde(default)]
-    counter_examples: Vec<String>,
-}
+#[path = "src/file_format.rs"]
+mod file_format;
+use file_format::RuleFile;
 
 fn main() {
     println!("cargo::rerun-if-changed=rules/default.toml");
     println!("cargo::rerun-if-changed=build.rs");
+    println!("cargo::rerun-if-changed=src/file_format.rs");
     if let Err(e) = run() {
         println!("cargo::error=rules/default.toml: {e}");
         std::process::exit(1);
@@ -137,7 +88,7 @@ fn run() -> Result<(), String> {
         let _ = writeln!(
             out,
             "crate::rules::Spec {{ id: {:?}, description: {:?}, pattern: {:?}, keywords: {}, \
-             secret_group: {:?}, entropy: {entropy}, allow: {}, specificity: {:?}, \
+             secret_group: {:?}, entropy: {entropy}, allow: {}, specificity: {}, \
              placeholders: {}, code_aware: {}, require_digit: {}, max_len: {:?}, \
              pantheon_replacement: {}, examples: {}, counter_examples: {} }},",
             r.id,

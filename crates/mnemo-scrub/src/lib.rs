@@ -26,6 +26,7 @@
 //! survives.
 
 mod engine;
+mod file_format;
 mod rules;
 mod stream;
 

@@ -1,6 +1,5 @@
 //! The rule file format and its compilation.
 
-use serde::Deserialize;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::OnceLock;
 
@@ -37,64 +36,7 @@ pub enum RuleError {
     Automaton(String),
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RuleFile {
-    #[serde(default)]
-    version: Option<u32>,
-    #[serde(default)]
-    macros: BTreeMap<String, String>,
-    #[serde(default)]
-    allow: AllowSection,
-    #[serde(default, rename = "rule")]
-    rules: Vec<RuleSpec>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct AllowSection {
-    /// Shapes that are never a secret for any rule (variable references).
-    #[serde(default)]
-    templates: Vec<String>,
-    /// Placeholder shapes, applied to rules with `placeholders = true`.
-    #[serde(default)]
-    placeholders: Vec<String>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RuleSpec {
-    id: String,
-    description: String,
-    pattern: String,
-    keywords: Vec<String>,
-    #[serde(default)]
-    secret_group: Option<usize>,
-    #[serde(default)]
-    entropy: Option<f64>,
-    #[serde(default)]
-    allow: Vec<String>,
-    #[serde(default = "default_specificity")]
-    specificity: u32,
-    #[serde(default)]
-    placeholders: bool,
-    #[serde(default)]
-    code_aware: bool,
-    #[serde(default)]
-    require_digit: bool,
-    #[serde(default)]
-    max_len: Option<usize>,
-    #[serde(default)]
-    pantheon_replacement: Option<String>,
-    #[serde(default)]
-    examples: Vec<String>,
-    #[serde(default)]
-    counter_examples: Vec<String>,
-}
-
-fn default_specificity() -> u32 {
-    50
-}
+use crate::file_format::{AllowSection, RuleFile, RuleSpec};
 
 /// A rule of the built-in file as `build.rs` wrote it into the binary
 /// (macros expanded, keywords lowercased, ids checked).
@@ -107,7 +49,7 @@ pub(crate) struct Spec<'a> {
     pub(crate) secret_group: Option<usize>,
     pub(crate) entropy: Option<f64>,
     pub(crate) allow: &'a [&'a str],
-    pub(crate) specificity: Option<u32>,
+    pub(crate) specificity: u32,
     pub(crate) placeholders: bool,
     pub(crate) code_aware: bool,
     pub(crate) require_digit: bool,
@@ -136,7 +78,7 @@ impl From<&Spec<'_>> for RuleSpec {
             secret_group: s.secret_group,
             entropy: s.entropy,
             allow: owned(s.allow),
-            specificity: s.specificity.unwrap_or_else(default_specificity),
+            specificity: s.specificity,
             placeholders: s.placeholders,
             code_aware: s.code_aware,
             require_digit: s.require_digit,
