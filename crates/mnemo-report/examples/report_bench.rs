@@ -11,43 +11,17 @@ use std::path::Path;
 use std::time::Instant;
 
 use mnemo_model::Config;
-use mnemo_report::BankFiles;
 use mnemo_score::Engine;
 use mnemo_scrub::Scrubber;
 
-fn read_dir(root: &Path, dir: &str, prefix: &str, suffix: &str) -> Vec<(String, String)> {
-    let mut names: Vec<String> = std::fs::read_dir(root.join(dir))
-        .map(|d| {
-            d.filter_map(|e| e.ok())
-                .filter_map(|e| e.file_name().into_string().ok())
-                .filter(|n| n.starts_with(prefix) && n.ends_with(suffix))
-                .collect()
-        })
-        .unwrap_or_default();
-    names.sort();
-    names
-        .into_iter()
-        .map(|n| {
-            let rel = format!("{dir}/{n}");
-            let text = std::fs::read_to_string(root.join(&rel)).unwrap();
-            (rel, text)
-        })
-        .collect()
-}
+#[path = "../tests/common/bank_dir.rs"]
+mod bank_dir;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let root = Path::new(args.get(1).expect("usage: report_bench BANK_DIR [N]"));
     let n: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(5);
-    let read = |rel: &str| std::fs::read_to_string(root.join(rel)).ok();
-    let files = BankFiles {
-        active_context: read("01-active-context.md"),
-        progress_log: read("02-progress-log.md"),
-        xref_index: read("_xref/index.md"),
-        zz: read_dir(root, ".tmp", "ZZ-phase", "-context.md"),
-        archives: read_dir(root, "_notes/archive", "", "-compressed-entries.md"),
-        gate_log: read(mnemo_report::GATE_LOG),
-    };
+    let files = bank_dir::bank_files(root);
     let config = Config::default();
     let mut times = Vec::with_capacity(n);
     let mut bytes = 0;
