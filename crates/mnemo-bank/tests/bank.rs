@@ -249,6 +249,66 @@ fn c7_trim_archives_low_entries() {
     assert_eq!(before, snapshot(&root));
 }
 
+/// `mnemo trim` on its own logs what it moved to the archive: one
+/// `"kind":"trim"` line after the gate's, in the same commit as the trim;
+/// a trim with nothing to do logs nothing.
+#[test]
+fn c7_alone_appends_a_trim_record_to_the_gate_log() {
+    use mnemo_compress::gatelog::{self, GATE_LOG, RecordKind};
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("bank");
+    init_bank(&root).unwrap();
+    let bank = Bank::new(&root);
+    let inputs: Vec<Input> = ["hermes.json", "prometheus.json", "aphrodite.md"]
+        .iter()
+        .map(|n| fixture(n))
+        .collect();
+    let r = ops::gate(
+        &bank,
+        &Config::default(),
+        &opts("1", &["hermes"], &["aphrodite"]),
+        &inputs,
+    )
+    .unwrap();
+    assert!(r.trim.is_none(), "within the default cap");
+    let gate_line = read(&bank, GATE_LOG);
+    let mut config = Config::default();
+    config.budget.total_lines = 3;
+    let line = ops::trim(&bank, &config, "2026-06-20", T).unwrap();
+    assert!(line.starts_with("C7 trim: removed "), "{line}");
+    let log = read(&bank, GATE_LOG);
+    assert!(
+        log.starts_with(&gate_line),
+        "the gate's line is kept byte for byte"
+    );
+    let parsed = gatelog::parse(&log);
+    assert!(parsed.unreadable.is_empty());
+    assert_eq!(parsed.records.len(), 1);
+    assert_eq!(parsed.trims.len(), 1);
+    let t = &parsed.trims[0];
+    assert_eq!(
+        (t.seq, t.kind, t.date.as_str()),
+        (2, RecordKind::Trim, "2026-06-20")
+    );
+    assert_eq!(t.c7.log, line);
+    assert_eq!(t.c7.archive, "_notes/archive/2026-06-compressed-entries.md");
+    assert_eq!(t.c7.cap_half_lines, 6);
+    assert!(t.c7.after_half_lines < t.c7.before_half_lines, "{:?}", t.c7);
+    let archive = read(&bank, &t.c7.archive);
+    assert!(!t.c7.removed.is_empty() || !t.c7.shortened.is_empty());
+    for key in t.c7.removed.iter().chain(&t.c7.shortened) {
+        assert!(archive.contains(&format!("mnemo:key={key} ")), "{key}");
+    }
+    for key in &t.c7.removed {
+        assert!(!read(&bank, ACTIVE_CONTEXT).contains(&format!("mnemo:key={key} ")));
+    }
+    // Nothing more to trim: no line, no byte changed.
+    let before = snapshot(&root);
+    let again = ops::trim(&bank, &config, "2026-06-20", T).unwrap();
+    assert!(again.starts_with("C7 trim: nothing to trim"), "{again}");
+    assert_eq!(before, snapshot(&root));
+}
+
 #[test]
 fn real_pantheon_bank_round_trips() {
     let Some(shared) = shared() else { return };

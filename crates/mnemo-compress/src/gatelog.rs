@@ -192,6 +192,32 @@ pub struct TrimLog {
     pub shortened: Vec<String>,
 }
 
+/// A line's kind when it is not a gate's: `trim`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecordKind {
+    /// C7 run on its own (`mnemo trim`).
+    Trim,
+}
+
+/// C7 run on its own (`mnemo trim`, outside a gate), as its line of the
+/// log records it: what it moved to the archive and shortened. A gate's
+/// line has no `kind`; this one has `"kind":"trim"`, so neither reads as
+/// the other.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TrimRecord {
+    /// [`GATE_LOG_VERSION`].
+    pub version: u32,
+    /// 1-based line number in the log.
+    pub seq: u64,
+    /// [`RecordKind::Trim`].
+    pub kind: RecordKind,
+    /// The trim's date (`YYYY-MM-DD`; it names the archive's month).
+    pub date: String,
+    /// What C7 did.
+    pub c7: TrimLog,
+}
+
 /// What [`record`] needs besides the phase and the outcome.
 pub struct RecordInput<'a> {
     /// The configuration.
@@ -386,7 +412,26 @@ fn section_size(text: &str) -> HalfLines {
 
 fn trim_of(input: &RecordInput<'_>, outcome: &GateOutcome) -> Option<TrimLog> {
     let (untrimmed, log) = (input.untrimmed?, outcome.trim.as_ref()?);
-    let after = section_entries(input.active);
+    Some(trim_log_of(
+        input.config,
+        untrimmed,
+        input.active,
+        log,
+        input.archive.unwrap_or_default(),
+    ))
+}
+
+/// What C7 did to `## Completed Phases`: `untrimmed` is the active context
+/// before it, `trimmed` after it, `log` its log line, `archive` the
+/// archive file it wrote to.
+pub fn trim_log_of(
+    config: &Config,
+    untrimmed: &str,
+    trimmed: &str,
+    log: &str,
+    archive: &str,
+) -> TrimLog {
+    let after = section_entries(trimmed);
     let mut removed = Vec::new();
     let mut shortened = Vec::new();
     for (key, text) in section_entries(untrimmed) {
@@ -396,15 +441,15 @@ fn trim_of(input: &RecordInput<'_>, outcome: &GateOutcome) -> Option<TrimLog> {
             Some(_) => {}
         }
     }
-    Some(TrimLog {
-        log: log.clone(),
-        archive: input.archive.unwrap_or_default().to_string(),
-        cap_half_lines: HalfLines::lines(input.config.budget.total_lines).units(),
+    TrimLog {
+        log: log.to_string(),
+        archive: archive.to_string(),
+        cap_half_lines: HalfLines::lines(config.budget.total_lines).units(),
         before_half_lines: section_size(untrimmed).units(),
-        after_half_lines: section_size(input.active).units(),
+        after_half_lines: section_size(trimmed).units(),
         removed,
         shortened,
-    })
+    }
 }
 
 /// True when some change writes a byte the bank does not hold yet (or
@@ -436,6 +481,30 @@ pub fn append(
     rec: &mut GateRecord,
     clean: Clean<'_>,
 ) -> Result<Option<FileChange>, PlanError> {
+    append_line(texts, changes, |seq| {
+        rec.seq = seq;
+        to_line(rec, clean)
+    })
+}
+
+/// [`append`] for a trim's record.
+pub fn append_trim(
+    texts: &BankTexts,
+    changes: &[FileChange],
+    rec: &mut TrimRecord,
+    clean: Clean<'_>,
+) -> Result<Option<FileChange>, PlanError> {
+    append_line(texts, changes, |seq| {
+        rec.seq = seq;
+        to_line(rec, clean)
+    })
+}
+
+fn append_line(
+    texts: &BankTexts,
+    changes: &[FileChange],
+    line_of: impl FnOnce(u64) -> String,
+) -> Result<Option<FileChange>, PlanError> {
     let tail = texts.tail(GATE_LOG)?;
     if !changes_bank(texts, changes) {
         return Ok(None);
@@ -449,8 +518,7 @@ pub fn append(
             !text.is_empty() && !text.ends_with('\n'),
         ),
     };
-    rec.seq = seq;
-    let line = to_line(rec, clean);
+    let line = line_of(seq);
     let mut content = String::with_capacity(line.len() + 2);
     if ends_open {
         content.push('\n');
@@ -505,7 +573,7 @@ pub fn tail_suffices(len: u64, text: &str) -> bool {
 }
 
 /// One line of JSON (no newline), every string scrubbed on its own.
-pub fn to_line(rec: &GateRecord, clean: Clean<'_>) -> String {
+pub fn to_line<T: Serialize>(rec: &T, clean: Clean<'_>) -> String {
     let mut v = match serde_json::to_value(rec) {
         Ok(v) => v,
         // Plain structs of strings and numbers always serialise.
@@ -534,6 +602,8 @@ fn scrub_value(v: &mut serde_json::Value, clean: Clean<'_>) {
 pub struct ParsedLog {
     /// Records, in line order.
     pub records: Vec<GateRecord>,
+    /// C7 runs on their own (`mnemo trim`), in line order.
+    pub trims: Vec<TrimRecord>,
     /// 1-based numbers of the lines that are not a record of this version
     /// (kept out, counted).
     pub unreadable: Vec<usize>,
@@ -552,22 +622,48 @@ pub fn parse_clean(text: &str, clean: Clean<'_>) -> ParsedLog {
         if line.trim().is_empty() {
             continue;
         }
-        let rec = if clean(line) == line {
-            serde_json::from_str::<GateRecord>(line).ok()
-        } else {
-            serde_json::from_str::<serde_json::Value>(line)
-                .ok()
-                .and_then(|mut v| {
+        let v = serde_json::from_str::<serde_json::Value>(line)
+            .ok()
+            .map(|mut v| {
+                if clean(line) != line {
                     scrub_value(&mut v, clean);
-                    serde_json::from_value::<GateRecord>(v).ok()
-                })
-        };
-        match rec {
-            Some(r) if r.version == GATE_LOG_VERSION => out.records.push(r),
-            _ => out.unreadable.push(i + 1),
+                }
+                v
+            });
+        match v {
+            Some(v) => out.push_value(i + 1, v),
+            None => out.unreadable.push(i + 1),
         }
     }
     out
+}
+
+impl ParsedLog {
+    /// Files line `n` (a gate's record, a trim's, or unreadable).
+    fn push_line(&mut self, n: usize, line: &str) {
+        match serde_json::from_str::<GateRecord>(line) {
+            Ok(r) if r.version == GATE_LOG_VERSION => self.records.push(r),
+            Ok(_) => self.unreadable.push(n),
+            Err(_) => match serde_json::from_str::<TrimRecord>(line) {
+                Ok(t) if t.version == GATE_LOG_VERSION => self.trims.push(t),
+                _ => self.unreadable.push(n),
+            },
+        }
+    }
+
+    fn push_value(&mut self, n: usize, v: serde_json::Value) {
+        if v.get("kind").is_some() {
+            match serde_json::from_value::<TrimRecord>(v) {
+                Ok(t) if t.version == GATE_LOG_VERSION => self.trims.push(t),
+                _ => self.unreadable.push(n),
+            }
+            return;
+        }
+        match serde_json::from_value::<GateRecord>(v) {
+            Ok(r) if r.version == GATE_LOG_VERSION => self.records.push(r),
+            _ => self.unreadable.push(n),
+        }
+    }
 }
 
 /// Reads a log's text (blank lines are skipped; a line that does not
@@ -578,10 +674,7 @@ pub fn parse(text: &str) -> ParsedLog {
         if line.trim().is_empty() {
             continue;
         }
-        match serde_json::from_str::<GateRecord>(line) {
-            Ok(r) if r.version == GATE_LOG_VERSION => out.records.push(r),
-            _ => out.unreadable.push(i + 1),
-        }
+        out.push_line(i + 1, line);
     }
     out
 }

@@ -1177,13 +1177,19 @@ fn trim_section(
     }))
 }
 
-/// The files C7 alone reads on `date`.
+/// The files C7 alone reads on `date` (the gate log: its end).
 pub fn trim_reads(date: &str) -> Vec<String> {
-    vec![ACTIVE_CONTEXT.to_string(), completed::archive_path(date)]
+    vec![
+        ACTIVE_CONTEXT.to_string(),
+        completed::archive_path(date),
+        gatelog::GATE_LOG.to_string(),
+    ]
 }
 
 /// The plan of C7 alone: the changes (empty when nothing is trimmed) and
-/// the one-line report.
+/// the one-line report. A trim that changes the bank appends its record
+/// ([`gatelog::TrimRecord`]: what it moved to the archive) to the gate log
+/// in the same commit.
 pub fn plan_trim_only(
     config: &Config,
     date: &str,
@@ -1210,16 +1216,26 @@ pub fn plan_trim_only(
                 ),
             ))
         }
-        Some(t) => Ok((
-            vec![
+        Some(t) => {
+            let archive = completed::archive_path(date);
+            let mut rec = gatelog::TrimRecord {
+                version: gatelog::GATE_LOG_VERSION,
+                seq: 0,
+                kind: gatelog::RecordKind::Trim,
+                date: date.to_string(),
+                c7: gatelog::trim_log_of(config, text, &t.text, &t.log, &archive),
+            };
+            let mut changes = vec![
                 FileChange::Write {
                     rel: ACTIVE_CONTEXT.into(),
                     content: t.text,
                 },
                 t.archive,
-            ],
-            t.log,
-        )),
+            ];
+            let appended = gatelog::append_trim(texts, &changes, &mut rec, clean)?;
+            changes.extend(appended);
+            Ok((changes, t.log))
+        }
     }
 }
 

@@ -575,7 +575,13 @@ fn gates(o: &mut String, r: &Report) {
         );
     }
     if g.is_empty() {
-        o.push_str("<p>No gate log (<code>_xref/gate-log.jsonl</code>): no gate has changed this bank since mnemo started keeping it.</p>\n</section>\n");
+        if r.gates.trims.is_empty() {
+            o.push_str("<p>No gate log (<code>_xref/gate-log.jsonl</code>): no gate has changed this bank since mnemo started keeping it.</p>\n</section>\n");
+        } else {
+            o.push_str("<p>No gate in the gate log (<code>_xref/gate-log.jsonl</code>) yet, only C7 run on its own.</p>\n");
+            trims_alone(o, r);
+            o.push_str("</section>\n");
+        }
         return;
     }
     // One row per gate.
@@ -697,7 +703,41 @@ fn gates(o: &mut String, r: &Report) {
             o.push_str(&n);
         }
     }
+    trims_alone(o, r);
     o.push_str("</section>\n");
+}
+
+/// The table of C7 runs on their own (`mnemo trim`), when there are any.
+fn trims_alone(o: &mut String, r: &Report) {
+    let t = &r.gates.trims;
+    if t.is_empty() {
+        return;
+    }
+    let (rows, note) = capped(t, "C7 runs on their own");
+    let folded = fold_open(o, rows.len(), "C7 runs on their own");
+    o.push_str("<table id=\"trim-table\">\n<caption>C7 run on its own (<code>mnemo trim</code>), in the order of the log: the section's cap and its size before and after (lines), the entries moved to the archive and those shortened to one line</caption>\n");
+    o.push_str("<thead><tr><th scope=\"col\" class=\"n\">Line</th><th scope=\"col\">Date</th><th scope=\"col\" class=\"n\">Cap</th><th scope=\"col\" class=\"n\">Before</th><th scope=\"col\" class=\"n\">After</th><th scope=\"col\">Removed</th><th scope=\"col\">Shortened</th><th scope=\"col\">Archive</th></tr></thead>\n<tbody>\n");
+    for tr in rows {
+        let c = &tr.c7;
+        let _ = writeln!(
+            o,
+            "<tr data-trim-seq=\"{}\"><th scope=\"row\" class=\"n\">{}</th><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            tr.seq,
+            tr.seq,
+            esc_text(&tr.date),
+            half(c.cap_half_lines),
+            half(c.before_half_lines),
+            half(c.after_half_lines),
+            esc_text(&c.removed.join(", ")),
+            esc_text(&c.shortened.join(", ")),
+            esc_text(&c.archive)
+        );
+    }
+    o.push_str("</tbody>\n</table>\n");
+    fold_close(o, folded);
+    if let Some(n) = note {
+        o.push_str(&n);
+    }
 }
 
 fn gate_row(o: &mut String, gr: &GateReport) {

@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use mnemo_compress::facts;
-use mnemo_compress::gatelog::{self, GateRecord};
+use mnemo_compress::gatelog::{self, GateRecord, TrimRecord};
 use mnemo_compress::render::parse_marker;
 use mnemo_compress::xref::{TableKind, parse_index};
 use mnemo_model::Config;
@@ -24,7 +24,7 @@ pub const NOT_RECORDED: &[&str] = &[
     "gates run before the gate log (_xref/gate-log.jsonl) existed have no line in it: for them the budget section recomputes guardrail flags from each phase's ZZ artifact, and the entries table recomputes the explain from the progress log",
     "a gate the Guardian denied writes nothing, so it has no gate-log line (the deny is in the Guardian's timeline when a store is given); a gate that changes no byte (a re-run) appends no line either",
     "the entries table sizes an entry's input from the progress log's summary and file list, which leave out the gotcha and other fields; the gate log's input size counts every text field",
-    "C7 run alone (mnemo trim) records the archived text, not a gate-log line",
+    "C7 runs alone (mnemo trim) made before the gate log kept them have no line in it; the archive section still shows the entries they moved",
     "preCompact decisions recorded by a Guardian before it kept their reasoning show the verdict only",
 ];
 
@@ -310,6 +310,9 @@ pub struct XrefNode {
 pub struct GatesReport {
     /// Gates in log order.
     pub gates: Vec<GateReport>,
+    /// C7 runs on their own (`mnemo trim`), in log order: what each moved
+    /// to the archive and shortened.
+    pub trims: Vec<TrimRecord>,
     /// 1-based numbers of the log's lines that could not be read.
     pub unreadable_lines: Vec<usize>,
 }
@@ -514,6 +517,7 @@ fn gates_report(text: Option<&str>, clean: &dyn Fn(&str) -> String) -> GatesRepo
                 replaced_by,
             })
             .collect(),
+        trims: parsed.trims,
         unreadable_lines: parsed.unreadable,
     }
 }

@@ -242,6 +242,59 @@ fn earlier_gates_of_a_phase_and_bad_log_lines() {
     assert!(html.contains("data-unreadable=\"1\""));
 }
 
+/// A `mnemo trim` line of the log is a record of its own: in `gates.trims`
+/// (not counted as a gate) and in the `#gates` section's trim table, its
+/// strings escaped.
+#[test]
+fn a_trim_alone_is_shown_in_the_gates_section() {
+    let mut files = bank_files(&example_bank());
+    let log = files.gate_log.take().unwrap();
+    let trim = serde_json::json!({
+        "version": 1, "seq": 3, "kind": "trim", "date": "2026-12-01",
+        "c7": {"log": "C7 trim: removed 1 low-priority entries, archived to _notes/archive/2026-12-compressed-entries.md",
+            "archive": "_notes/archive/2026-12-compressed-entries.md",
+            "cap_half_lines": 6, "before_half_lines": 9, "after_half_lines": 5,
+            "removed": ["2026-11-30|3|<b>hermes</b>"], "shortened": []}
+    });
+    files.gate_log = Some(format!("{log}{trim}\n"));
+    let r = build(&files, None);
+    assert!(r.gates.unreadable_lines.is_empty());
+    assert_eq!(r.totals.gates, 2, "a trim is not a gate");
+    assert_eq!(r.gates.trims.len(), 1);
+    let t = &r.gates.trims[0];
+    assert_eq!(
+        (t.seq, t.c7.before_half_lines, t.c7.after_half_lines),
+        (3, 9, 5)
+    );
+    let json = serde_json::to_value(&r).unwrap();
+    assert_eq!(json["gates"]["trims"][0]["kind"], "trim");
+    assert_eq!(
+        json["gates"]["trims"][0]["c7"]["removed"][0],
+        "2026-11-30|3|<b>hermes</b>"
+    );
+    let html = mnemo_report::to_html(&r);
+    let sec = html
+        .split("<section id=\"gates\"")
+        .nth(1)
+        .unwrap()
+        .split("</section>")
+        .next()
+        .unwrap();
+    let table = sec
+        .split("<table id=\"trim-table\">")
+        .nth(1)
+        .expect("the trim table");
+    assert!(table.starts_with("\n<caption>"));
+    assert_eq!(table.matches("<tr data-trim-seq=\"3\">").count(), 1);
+    assert!(table.contains("2026-11-30|3|&lt;b&gt;hermes&lt;/b&gt;"));
+    assert!(!table.contains("<b>hermes"));
+    // Without a gate's line, the trim still shows.
+    files.gate_log = Some(format!("{trim}\n"));
+    let r = build(&files, None);
+    assert_eq!((r.totals.gates, r.gates.trims.len()), (0, 1));
+    assert!(mnemo_report::to_html(&r).contains("<tr data-trim-seq=\"3\">"));
+}
+
 #[test]
 fn a_secret_or_html_in_the_gate_log_is_redacted_and_escaped() {
     let mut files = bank_files(&example_bank());
