@@ -34,7 +34,16 @@ struct Patterns {
 /// case-folded word lists' prefilters was most of the cost of compiling
 /// these patterns (about 30 M of 44 M instructions, paid by every hook
 /// process that builds a trail).
-fn compile(p: &str) -> Regex {
+///
+/// `unicode: false` compiles the same pattern without Unicode (as with a
+/// leading `(?-u)`), for ASCII sentences only: on an ASCII haystack every
+/// construct of these patterns means the same either way (`\w`, `\d`,
+/// `\s` and `\b` restricted to ASCII are the ASCII classes; `(?i)` of an
+/// ASCII letter adds only non-ASCII folds such as `ſ` and the Kelvin sign;
+/// `.` and the negated classes differ only on non-ASCII input), and it
+/// compiles in a small part of the time (no Unicode tables). The unit
+/// tests compare both on random ASCII text.
+fn compile(p: &str, unicode: bool) -> Regex {
     let config = meta::Config::new()
         .nfa_size_limit(Some(10 << 20))
         .hybrid_cache_capacity(2 << 20)
@@ -43,7 +52,7 @@ fn compile(p: &str) -> Regex {
         .auto_prefilter(false);
     meta::Builder::new()
         .configure(config)
-        .syntax(syntax::Config::new().utf8(true))
+        .syntax(syntax::Config::new().unicode(unicode).utf8(unicode))
         .build(p)
         .unwrap_or_else(|_| never())
 }
@@ -79,14 +88,27 @@ const ANCHORS: [&str; 9] = [
     r"\b\d[\d,_]*(?:\.\d+)?\s*(?:ms|s|seconds?|minutes?|hours?|days?|KB|MB|GB|TB|Mi|Gi|rows|items|tests|runs|bytes|tokens)\b|\b\d[\d,_]*(?:\.\d+)?%|\bv?\d+(?:\.\d+)+\b|\b\d[\d,_]*(?:\.\d+)?\b",
 ];
 
-fn patterns() -> &'static Patterns {
-    static P: OnceLock<Patterns> = OnceLock::new();
-    P.get_or_init(|| Patterns {
-        constraint: compile(CONSTRAINT),
-        decision: compile(DECISION),
-        blocker: compile(BLOCKER),
-        anchors: ANCHORS.iter().map(|p| compile(p)).collect(),
-    })
+impl Patterns {
+    fn new(unicode: bool) -> Patterns {
+        Patterns {
+            constraint: compile(CONSTRAINT, unicode),
+            decision: compile(DECISION, unicode),
+            blocker: compile(BLOCKER, unicode),
+            anchors: ANCHORS.iter().map(|p| compile(p, unicode)).collect(),
+        }
+    }
+}
+
+/// The patterns for `haystack`: compiled without Unicode for ASCII text,
+/// with it otherwise; each set on its first use.
+fn patterns(haystack: &str) -> &'static Patterns {
+    static ASCII: OnceLock<Patterns> = OnceLock::new();
+    static UNICODE: OnceLock<Patterns> = OnceLock::new();
+    if haystack.is_ascii() {
+        ASCII.get_or_init(|| Patterns::new(false))
+    } else {
+        UNICODE.get_or_init(|| Patterns::new(true))
+    }
 }
 
 #[cold]
@@ -136,7 +158,7 @@ pub fn sentences(text: &str) -> Vec<&str> {
 /// The class of a sentence; `user` says whether the user wrote it.
 /// `None`: chatter, not part of the trail.
 pub fn classify(sentence: &str, user: bool) -> Option<Class> {
-    let p = patterns();
+    let p = patterns(sentence);
     if user && p.constraint.is_match(sentence) {
         return Some(Class::Constraint);
     }
@@ -159,7 +181,7 @@ pub fn classify(sentence: &str, user: bool) -> Option<Class> {
 /// one, stopping at the first (a span [`anchors`] drops as contained in
 /// another or as a duplicate only goes when another is kept).
 fn has_anchor(sentence: &str) -> bool {
-    patterns().anchors.iter().any(|re| {
+    patterns(sentence).anchors.iter().any(|re| {
         re.find_iter(sentence)
             .any(|m| anchor_text(sentence, m.start(), m.end()).is_some())
     })
@@ -185,7 +207,7 @@ fn anchor_text(sentence: &str, start: usize, end: usize) -> Option<(usize, usize
 /// duplicates.
 pub fn anchors(sentence: &str) -> Vec<String> {
     let mut spans: Vec<(usize, usize)> = Vec::new();
-    for re in &patterns().anchors {
+    for re in &patterns(sentence).anchors {
         for m in re.find_iter(sentence) {
             let Some((s, e)) = anchor_text(sentence, m.start(), m.end()) else {
                 continue;
@@ -319,35 +341,67 @@ mod tests {
         proptest::collection::vec(piece, 0..8).prop_map(|v| v.concat())
     }
 
-    /// The `regex` crate's build of each pattern (the blocker as it was),
-    /// compiled once for all cases.
-    fn reference() -> &'static (regex::Regex, Vec<(regex::Regex, &'static Regex)>) {
-        static R: OnceLock<(regex::Regex, Vec<(regex::Regex, &'static Regex)>)> = OnceLock::new();
+    /// Each pattern of a set, in one order: constraint, decision, blocker,
+    /// the anchors.
+    fn all(p: &Patterns) -> Vec<&Regex> {
+        [&p.constraint, &p.decision, &p.blocker]
+            .into_iter()
+            .chain(p.anchors.iter())
+            .collect()
+    }
+
+    /// The `regex` crate's build of each pattern but the blocker (and the
+    /// blocker as it was), compiled once for all cases.
+    fn reference() -> &'static (regex::Regex, Vec<regex::Regex>) {
+        static R: OnceLock<(regex::Regex, Vec<regex::Regex>)> = OnceLock::new();
         R.get_or_init(|| {
             let re = |t: &str| regex::Regex::new(t).unwrap();
-            let p = patterns();
-            let pairs = [(CONSTRAINT, &p.constraint), (DECISION, &p.decision)]
+            let pairs = [CONSTRAINT, DECISION]
                 .into_iter()
-                .chain(ANCHORS.iter().copied().zip(p.anchors.iter()))
-                .map(|(t, ours)| (re(t), ours))
+                .chain(ANCHORS.iter().copied())
+                .map(re)
                 .collect();
             (re(BLOCKER_BEFORE), pairs)
         })
     }
 
+    fn spans(re: &Regex, s: &str) -> Vec<(usize, usize)> {
+        re.find_iter(s).map(|m| (m.start(), m.end())).collect()
+    }
+
+    #[test]
+    fn ascii_text_takes_the_ascii_set() {
+        assert!(std::ptr::eq(patterns("a b"), patterns("")));
+        assert!(!std::ptr::eq(patterns("a b"), patterns("é")));
+    }
+
     proptest::proptest! {
         #[test]
         fn the_blocker_pattern_matches_where_it_did(s in words()) {
-            proptest::prop_assert_eq!(patterns().blocker.is_match(&s), reference().0.is_match(&s), "{:?}", s);
+            proptest::prop_assert_eq!(patterns(&s).blocker.is_match(&s), reference().0.is_match(&s), "{:?}", s);
         }
 
         #[test]
         fn patterns_without_a_prefilter_find_what_regex_finds(s in "\\PC{0,60}|[a-zA-Z0-9 ./_:`$-]{0,60}|(never|we chose|GET /a|https://x.y|db:5432|src/a.rs|API_KEY|--flag|table t|`x`|4.2 MB|v1.2|. |é){0,6}") {
-            // Only the prefilter is gone, which changes no match.
-            for (theirs, ours) in &reference().1 {
-                let a: Vec<(usize, usize)> = ours.find_iter(&s).map(|m| (m.start(), m.end())).collect();
+            // Only the prefilter is gone (and Unicode for ASCII text), which
+            // changes no match.
+            let ours = all(patterns(&s));
+            let ours = ours.iter().enumerate().filter(|&(i, _)| i != 2).map(|(_, r)| *r);
+            for (theirs, ours) in reference().1.iter().zip(ours) {
                 let b: Vec<(usize, usize)> = theirs.find_iter(&s).map(|m| (m.start(), m.end())).collect();
-                proptest::prop_assert_eq!(a, b, "{} on {:?}", theirs.as_str(), s);
+                proptest::prop_assert_eq!(spans(ours, &s), b, "{} on {:?}", theirs.as_str(), s);
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+        #[test]
+        fn ascii_set_finds_what_the_unicode_set_finds(s in "[ -~\t\n\r\x0b\x0c\x00-\x1f\x7f]{0,60}|(never|ALWAYS|Don't|do not|keep it working|keep  x working|we'll use|switched to|still failing|OOM|crashes|can't|error|GET /a|POST /x,y|http://h/p;|https://x\\.y/z|db:5432|a:80|src/a\\.rs|~/x/y|\\.\\./a/|b-c\\.toml|API_KEY|\\$MY_VAR|--flag| --no-x|table t|TABLE `a\\.b`|`x`|`|4\\.2 MB|3,000 rows|12ms|45%|v1\\.2|1\\.2\\.3|0|_|-|\\.|,|:| |\n|\t|x|Y|9){0,10}") {
+            let a = all(patterns(&s));
+            let u = all(patterns("\u{e9}"));
+            for (i, (a, u)) in a.iter().zip(u.iter()).enumerate() {
+                proptest::prop_assert_eq!(spans(a, &s), spans(u, &s), "pattern {} on {:?}", i, s);
             }
         }
     }
