@@ -73,12 +73,26 @@ impl Pattern {
 /// Whether `hay` holds `needle` (lower-case ASCII), ASCII
 /// case-insensitively.
 fn has_ci(hay: &[u8], needle: &[u8]) -> bool {
-    hay.windows(needle.len())
-        .any(|w| w.eq_ignore_ascii_case(needle))
+    has_any_ci(hay, &[needle])
 }
 
+/// Whether `hay` holds one of `needles` (each lower-case ASCII, not empty),
+/// ASCII case-insensitively: one pass, a needle compared only where its
+/// first byte is.
 fn has_any_ci(hay: &[u8], needles: &[&[u8]]) -> bool {
-    needles.iter().any(|n| has_ci(hay, n))
+    let mut first = [false; 256];
+    for n in needles {
+        if let Some(&b) = n.first() {
+            first[usize::from(b)] = true;
+        }
+    }
+    hay.iter().enumerate().any(|(i, b)| {
+        first[usize::from(b.to_ascii_lowercase())]
+            && needles.iter().any(|n| {
+                hay.get(i..i + n.len())
+                    .is_some_and(|w| w.eq_ignore_ascii_case(n))
+            })
+    })
 }
 
 fn has(hay: &[u8], needle: &[u8]) -> bool {
