@@ -70,29 +70,44 @@ impl Pattern {
     }
 }
 
+/// A list of needles (lower-case ASCII, not empty) and the table of their
+/// first bytes.
+struct Words {
+    needles: &'static [&'static [u8]],
+    first: [bool; 256],
+}
+
+impl Words {
+    const fn new(needles: &'static [&'static [u8]]) -> Words {
+        let mut first = [false; 256];
+        let mut i = 0;
+        while i < needles.len() {
+            if let Some(&b) = needles[i].first() {
+                first[b as usize] = true;
+            }
+            i += 1;
+        }
+        Words { needles, first }
+    }
+
+    /// Whether `hay` holds one of the needles, ASCII case-insensitively:
+    /// one pass, a needle compared only where its first byte is.
+    fn found_in(&self, hay: &[u8]) -> bool {
+        hay.iter().enumerate().any(|(i, b)| {
+            self.first[usize::from(b.to_ascii_lowercase())]
+                && self.needles.iter().any(|n| {
+                    hay.get(i..i + n.len())
+                        .is_some_and(|w| w.eq_ignore_ascii_case(n))
+                })
+        })
+    }
+}
+
 /// Whether `hay` holds `needle` (lower-case ASCII), ASCII
 /// case-insensitively.
 fn has_ci(hay: &[u8], needle: &[u8]) -> bool {
-    has_any_ci(hay, &[needle])
-}
-
-/// Whether `hay` holds one of `needles` (each lower-case ASCII, not empty),
-/// ASCII case-insensitively: one pass, a needle compared only where its
-/// first byte is.
-fn has_any_ci(hay: &[u8], needles: &[&[u8]]) -> bool {
-    let mut first = [false; 256];
-    for n in needles {
-        if let Some(&b) = n.first() {
-            first[usize::from(b)] = true;
-        }
-    }
-    hay.iter().enumerate().any(|(i, b)| {
-        first[usize::from(b.to_ascii_lowercase())]
-            && needles.iter().any(|n| {
-                hay.get(i..i + n.len())
-                    .is_some_and(|w| w.eq_ignore_ascii_case(n))
-            })
-    })
+    hay.windows(needle.len())
+        .any(|w| w.eq_ignore_ascii_case(needle))
 }
 
 fn has(hay: &[u8], needle: &[u8]) -> bool {
@@ -160,7 +175,7 @@ const ANCHORS: [&str; 9] = [
 ];
 
 /// Every alternative of [`CONSTRAINT`] holds one of these.
-const CONSTRAINT_WORDS: &[&[u8]] = &[
+static CONSTRAINT_WORDS: Words = Words::new(&[
     b"never",
     b"always",
     b"don",
@@ -173,9 +188,9 @@ const CONSTRAINT_WORDS: &[&[u8]] = &[
     b"no matter what",
     b"under no circumstances",
     b"keep",
-];
+]);
 /// Every alternative of [`DECISION`] holds one of these.
-const DECISION_WORDS: &[&[u8]] = &[
+static DECISION_WORDS: Words = Words::new(&[
     b"chose",
     b"choos",
     b"decid",
@@ -188,9 +203,9 @@ const DECISION_WORDS: &[&[u8]] = &[
     b"opted",
     b"settled on",
     b"switch",
-];
+]);
 /// Every alternative of [`BLOCKER`] holds one of these.
-const BLOCKER_WORDS: &[&[u8]] = &[
+static BLOCKER_WORDS: Words = Words::new(&[
     b"block",
     b"fail",
     b"open problem",
@@ -204,11 +219,11 @@ const BLOCKER_WORDS: &[&[u8]] = &[
     b"error",
     b"crash",
     b"oom",
-];
+]);
 
-static CONSTRAINT_RE: Pattern = Pattern::new(CONSTRAINT, |h| has_any_ci(h, CONSTRAINT_WORDS));
-static DECISION_RE: Pattern = Pattern::new(DECISION, |h| has_any_ci(h, DECISION_WORDS));
-static BLOCKER_RE: Pattern = Pattern::new(BLOCKER, |h| has_any_ci(h, BLOCKER_WORDS));
+static CONSTRAINT_RE: Pattern = Pattern::new(CONSTRAINT, |h| CONSTRAINT_WORDS.found_in(h));
+static DECISION_RE: Pattern = Pattern::new(DECISION, |h| DECISION_WORDS.found_in(h));
+static BLOCKER_RE: Pattern = Pattern::new(BLOCKER, |h| BLOCKER_WORDS.found_in(h));
 /// [`ANCHORS`], each with what every match of it holds.
 static ANCHOR_RES: [Pattern; 9] = [
     // `METHOD /`
