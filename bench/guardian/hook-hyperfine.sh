@@ -25,7 +25,9 @@
 # included, so medians are ~1 ms higher than hyperfine's).
 # Usage: bench/guardian/hook-hyperfine.sh [path/to/mnemo] [entries] [name-regex]
 # Env: RUNS (default 300), SLOW_RUNS (paths marked slow, none at present,
-# default 30), WARMUP (default 20).
+# default 30), WARMUP (default 20). CALLGRIND=1: instead of timing, runs
+# each checked path once under `valgrind --tool=callgrind` and prints its
+# instruction count (Ir, whole process; repeatable under load).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 mnemo="${1:-target/release/mnemo}"
@@ -97,6 +99,16 @@ for s in "${specs[@]}"; do
   cmds+=("$cmd")
   slow+=("$isslow")
 done
+if [ -n "${CALLGRIND:-}" ]; then
+  for i in "${!names[@]}"; do
+    set +e
+    sh -c "valgrind --tool=callgrind --callgrind-out-file=$tmp/cg$i ${cmds[$i]}" >/dev/null 2>&1
+    set -e
+    ir="$(awk '/^(summary|totals):/ {print $2; exit}' "$tmp/cg$i")"
+    echo "${names[$i]}: $ir Ir"
+  done
+  exit 0
+fi
 if command -v hyperfine >/dev/null 2>&1; then
   : >"$tmp/all.jsonl"
   for i in "${!names[@]}"; do
