@@ -137,7 +137,7 @@ pub fn upsert_section_each(
 pub fn has_heading(text: &str, heading: &str) -> bool {
     let want = heading.trim();
     let bytes = text.as_bytes();
-    if !want.is_empty() && memchr::memmem::find(bytes, b"```").is_none() {
+    if !want.is_empty() && !want.contains('\n') && memchr::memmem::find(bytes, b"```").is_none() {
         // No fence: a line that starts with the heading and has only
         // white space after it (a progress log of 10,000 sections is
         // searched once per entry of a gate).
