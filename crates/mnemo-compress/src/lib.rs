@@ -19,7 +19,8 @@
 //! * [`pipeline`] — one phase gate end to end (preflight → score → allocate
 //!   → summarize → mask → cross-references), still without I/O;
 //! * [`gatelog`] — the gate log `_xref/gate-log.jsonl`: one JSON line per
-//!   gate that changed the bank, built by the gate's plan;
+//!   gate that changed the bank and per C7 run alone that trimmed, built by
+//!   the plan and appended (the log is never rewritten);
 //! * [`plan`] — every bank command's decisions as one pure function from
 //!   parsed records and the bank's current file texts to the new file
 //!   contents and a report (gate C1–C3, C4, C5, C6's inputs, C7), so that
