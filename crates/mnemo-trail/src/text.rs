@@ -26,9 +26,13 @@ pub enum Class {
 /// sentence, `may_match` is a necessary condition of a match (a byte or a
 /// literal every match contains, ASCII case-insensitively where the pattern
 /// is `(?i)`): when it fails the pattern is neither compiled nor run.
+/// `literal`: the condition holds for any sentence (it only asks for bytes
+/// the pattern has as case-sensitive literals, never for a class or a
+/// case-folded letter, which can match outside ASCII).
 struct Pattern {
     src: &'static str,
     may_match: fn(&[u8]) -> bool,
+    literal: bool,
     ascii: OnceLock<Regex>,
     unicode: OnceLock<Regex>,
 }
@@ -38,6 +42,18 @@ impl Pattern {
         Pattern {
             src,
             may_match,
+            literal: false,
+            ascii: OnceLock::new(),
+            unicode: OnceLock::new(),
+        }
+    }
+
+    /// A pattern whose pre-check holds for any sentence.
+    const fn literal(src: &'static str, may_match: fn(&[u8]) -> bool) -> Pattern {
+        Pattern {
+            src,
+            may_match,
+            literal: true,
             ascii: OnceLock::new(),
             unicode: OnceLock::new(),
         }
@@ -54,14 +70,11 @@ impl Pattern {
 
     /// The regex to run on `haystack`; `None` when it cannot match.
     fn for_haystack(&self, haystack: &str) -> Option<&Regex> {
-        if !haystack.is_ascii() {
-            return Some(self.regex(true));
+        let ascii = haystack.is_ascii();
+        if (ascii || self.literal) && !(self.may_match)(haystack.as_bytes()) {
+            return None;
         }
-        if (self.may_match)(haystack.as_bytes()) {
-            Some(self.regex(false))
-        } else {
-            None
-        }
+        Some(self.regex(!ascii))
     }
 
     fn is_match(&self, haystack: &str) -> bool {
@@ -227,18 +240,18 @@ static BLOCKER_RE: Pattern = Pattern::new(BLOCKER, |h| BLOCKER_WORDS.found_in(h)
 /// [`ANCHORS`], each with what every match of it holds.
 static ANCHOR_RES: [Pattern; 9] = [
     // `METHOD /`
-    Pattern::new(ANCHORS[0], |h| has(h, b" /")),
-    Pattern::new(ANCHORS[1], |h| has(h, b"://")),
+    Pattern::literal(ANCHORS[0], |h| has(h, b" /")),
+    Pattern::literal(ANCHORS[1], |h| has(h, b"://")),
     // `:` and a digit
     Pattern::new(ANCHORS[2], |h| {
         h.windows(2).any(|w| w[0] == b':' && w[1].is_ascii_digit())
     }),
     // a directory's `/` or an extension's `.`
-    Pattern::new(ANCHORS[3], |h| h.iter().any(|&b| b == b'/' || b == b'.')),
-    Pattern::new(ANCHORS[4], |h| h.contains(&b'_')),
-    Pattern::new(ANCHORS[5], |h| has(h, b"--")),
+    Pattern::literal(ANCHORS[3], |h| h.iter().any(|&b| b == b'/' || b == b'.')),
+    Pattern::literal(ANCHORS[4], |h| h.contains(&b'_')),
+    Pattern::literal(ANCHORS[5], |h| has(h, b"--")),
     Pattern::new(ANCHORS[6], |h| has_ci(h, b"table")),
-    Pattern::new(ANCHORS[7], |h| h.contains(&b'`')),
+    Pattern::literal(ANCHORS[7], |h| h.contains(&b'`')),
     // every alternative starts with a digit (after an optional `v`)
     Pattern::new(ANCHORS[8], |h| h.iter().any(u8::is_ascii_digit)),
 ];
@@ -544,14 +557,14 @@ mod tests {
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
         #[test]
-        fn ascii_set_finds_what_the_unicode_set_finds(s in "[ -~\t\n\r\x0b\x0c\x00-\x1f\x7f]{0,60}|(never|ALWAYS|Don't|do not|keep it working|keep  x working|we'll use|switched to|still failing|OOM|crashes|can't|error|GET /a|POST /x,y|http://h/p;|https://x\\.y/z|db:5432|a:80|src/a\\.rs|~/x/y|\\.\\./a/|b-c\\.toml|API_KEY|\\$MY_VAR|--flag| --no-x|table t|TABLE `a\\.b`|`x`|`|4\\.2 MB|3,000 rows|12ms|45%|v1\\.2|1\\.2\\.3|0|_|-|\\.|,|:| |\n|\t|x|Y|9){0,10}") {
+        fn ascii_set_finds_what_the_unicode_set_finds(s in "[ -~\t\n\r\x0b\x0c\x00-\x1f\x7f]{0,60}|(never|ALWAYS|Don't|do not|keep it working|keep  x working|we'll use|switched to|still failing|OOM|crashes|can't|error|GET /a|POST /x,y|http://h/p;|https://x\\.y/z|db:5432|a:80|src/a\\.rs|~/x/y|\\.\\./a/|b-c\\.toml|API_KEY|\\$MY_VAR|--flag| --no-x|table t|TABLE `a\\.b`|`x`|`|4\\.2 MB|3,000 rows|12ms|45%|v1\\.2|1\\.2\\.3|0|_|-|\\.|,|:| |\n|\t|x|Y|9|é|—|٣|𝟘|ſ|\u{212a}|→|ǅ|\u{a0}){0,10}") {
             // the ASCII set against the Unicode set, and the pre-checks:
             // none fails where the pattern matches
             let a = regexes(&s);
             for (i, (a, p)) in a.iter().zip(all()).enumerate() {
                 let u = spans(p.regex(true), &s);
                 proptest::prop_assert_eq!(spans(a, &s), u.clone(), "pattern {} on {:?}", i, s);
-                if s.is_ascii() && !(p.may_match)(s.as_bytes()) {
+                if (s.is_ascii() || p.literal) && !(p.may_match)(s.as_bytes()) {
                     proptest::prop_assert!(u.is_empty(), "pre-check of pattern {} on {:?}", i, s);
                 }
             }
