@@ -276,6 +276,13 @@ pub struct HostPostCompaction<'a> {
     /// this session matches the compaction (resolved by the policy's
     /// `unknown_lineage`).
     pub unknown_lineage: &'a str,
+    /// Provenance of what the host's transcript holds when its PostCompact
+    /// runs, read again (Claude Code: an allow that no pending line could
+    /// turn into a deny answers before the host has written every line it
+    /// queued, so the preCompact may not have judged them all). Added to
+    /// the summary's lineage; the nodes the preCompact did not record are
+    /// recorded with the postCompact step. Empty: the preCompact's alone.
+    pub transcript: &'a [Provenance],
 }
 
 /// What a host's postCompact recorded.
@@ -1151,30 +1158,55 @@ impl<S: SessionStore> Guardian<S> {
                 }
                 None => None,
             };
+            let mut union: BTreeSet<String> = BTreeSet::new();
             match &waiting {
                 Some((rec, judged)) => {
-                    let union: BTreeSet<String> =
-                        judged.iter().map(|p| p.provenance_id.clone()).collect();
-                    record.summary.derived_from = union.into_iter().collect();
+                    union.extend(judged.iter().map(|p| p.provenance_id.clone()));
                     record.pre_compact = Some(rec.step_id.clone());
                 }
                 None => {
+                    union.insert(host.unknown_lineage.to_string());
                     record.reasoning = "no allowed preCompact of this session waits for this compaction; the summary's lineage is unknown".into();
                 }
             }
-            let known = crate::precompact::recorded_lineage_of(
+            // What the transcript holds now and the preCompact did not
+            // record: in the lineage, and recorded with this step.
+            let late: Vec<&Provenance> = {
+                let mut seen: std::collections::HashSet<&str> = waiting
+                    .iter()
+                    .flat_map(|(_, judged)| judged.iter().map(|j| j.provenance_id.as_str()))
+                    .collect();
+                host.transcript
+                    .iter()
+                    .filter(|p| seen.insert(p.provenance_id.as_str()))
+                    .collect()
+            };
+            union.extend(late.iter().map(|p| p.provenance_id.clone()));
+            record.summary.derived_from = union.into_iter().collect();
+            let known = crate::precompact::recorded_lineage_with(
                 &mut self.store,
                 &self.policy,
                 host.session_id,
                 std::iter::once(&record.summary),
+                late.iter().copied(),
             )?;
-            record.trust = TrustResolver::new(&self.policy, known.iter()).trust(&record.summary);
+            record.trust =
+                TrustResolver::new(&self.policy, known.iter().chain(late.iter().copied()))
+                    .trust(&record.summary);
             if let Some((rec, judged)) = &waiting {
                 record.reasoning = format!(
-                    "Summary of the {} entries the preCompact {} allowed ({} provenance ids); recorded as {}.",
+                    "Summary of the {} entries the preCompact {} allowed ({} provenance ids{}); recorded as {}.",
                     rec.entries.len(),
                     rec.step_id,
                     judged.len(),
+                    if late.is_empty() {
+                        String::new()
+                    } else {
+                        format!(
+                            ", and {} the transcript held at postCompact that it had not judged",
+                            late.len()
+                        )
+                    },
                     record.trust.as_str()
                 );
             } else {
@@ -1207,12 +1239,14 @@ impl<S: SessionStore> Guardian<S> {
             let params_v = serde_json::to_value(&params).unwrap_or(Value::Null);
             self.store
                 .mark_request(host.session_id, host.request_id, (self.clock)())?;
+            let mut nodes = vec![record.summary.clone()];
+            nodes.extend(late.iter().map(|p| (*p).clone()));
             self.append_step(
                 host.session_id,
                 "steps/postCompact",
                 &params,
                 &params_v,
-                vec![record.summary.clone()],
+                nodes,
             )
         })();
         match r {
