@@ -28,6 +28,10 @@ impl<T> Db<T> for rusqlite::Result<T> {
 pub struct SqliteStore {
     conn: Connection,
     in_tx: bool,
+    /// The chain head of the last session asked or appended to, valid only
+    /// inside the open transaction (`BEGIN IMMEDIATE` holds the write lock,
+    /// so no other process can move it meanwhile); cleared at its end.
+    head: Option<(String, Option<(u64, Hash)>)>,
     path: Option<PathBuf>,
     /// Dropping it stops the background checkpointer.
     checkpointer: Option<mpsc::Sender<()>>,
@@ -287,6 +291,22 @@ impl SqliteStore {
         Ok(out)
     }
 
+    fn read_chain_head(&self, session: &str) -> Result<Option<(u64, Hash)>, StoreError> {
+        let row: Option<(i64, Vec<u8>)> = self
+            .conn
+            .prepare_cached(
+                "SELECT seq, hash FROM chain WHERE session_id = ?1 ORDER BY seq DESC LIMIT 1",
+            )
+            .db()?
+            .query_row(params![session], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()
+            .db()?;
+        match row {
+            None => Ok(None),
+            Some((seq, bytes)) => Ok(Some((seq.max(0) as u64, hash_from(bytes)?))),
+        }
+    }
+
     /// Runs a statement without parameters or rows through the statement cache.
     fn run_cached(&self, sql: &str) -> Result<(), StoreError> {
         self.conn.prepare_cached(sql).db()?.execute([]).db()?;
@@ -330,6 +350,7 @@ impl SqliteStore {
         Ok(SqliteStore {
             conn,
             in_tx: false,
+            head: None,
             path: None,
             checkpointer: None,
         })
@@ -339,6 +360,7 @@ impl SqliteStore {
 impl SessionStore for SqliteStore {
     fn begin(&mut self) -> Result<(), StoreError> {
         if !self.in_tx {
+            self.head = None;
             self.conn.execute_batch("BEGIN IMMEDIATE").db()?;
             self.in_tx = true;
         }
@@ -347,6 +369,7 @@ impl SessionStore for SqliteStore {
     fn commit(&mut self) -> Result<(), StoreError> {
         if self.in_tx {
             self.in_tx = false;
+            self.head = None;
             self.conn.execute_batch("COMMIT").db()?;
         }
         Ok(())
@@ -354,6 +377,7 @@ impl SessionStore for SqliteStore {
     fn rollback(&mut self) -> Result<(), StoreError> {
         if self.in_tx {
             self.in_tx = false;
+            self.head = None;
             self.conn.execute_batch("ROLLBACK").db()?;
         }
         Ok(())
@@ -610,19 +634,17 @@ impl SessionStore for SqliteStore {
         Ok(Some(u64::try_from(n).unwrap_or(0)))
     }
     fn chain_head(&mut self, session: &str) -> Result<Option<(u64, Hash)>, StoreError> {
-        let row: Option<(i64, Vec<u8>)> = self
-            .conn
-            .prepare_cached(
-                "SELECT seq, hash FROM chain WHERE session_id = ?1 ORDER BY seq DESC LIMIT 1",
-            )
-            .db()?
-            .query_row(params![session], |r| Ok((r.get(0)?, r.get(1)?)))
-            .optional()
-            .db()?;
-        match row {
-            None => Ok(None),
-            Some((seq, bytes)) => Ok(Some((seq.max(0) as u64, hash_from(bytes)?))),
+        if let Some((s, head)) = &self.head
+            && s == session
+            && self.in_tx
+        {
+            return Ok(*head);
         }
+        let head = self.read_chain_head(session)?;
+        if self.in_tx {
+            self.head = Some((session.to_string(), head));
+        }
+        Ok(head)
     }
     fn append_chain(
         &mut self,
@@ -631,6 +653,8 @@ impl SessionStore for SqliteStore {
         canonical: &str,
         hash: &Hash,
     ) -> Result<(), StoreError> {
+        // Unless the row goes in, the head is read again when next asked.
+        let cached = self.head.take();
         self.conn
             .prepare_cached(
                 "INSERT INTO chain (session_id, seq, canonical, hash) VALUES (?1, ?2, ?3, ?4)",
@@ -638,6 +662,15 @@ impl SessionStore for SqliteStore {
             .db()?
             .execute(params![session, seq as i64, canonical, &hash[..]])
             .db()?;
+        if self.in_tx {
+            // The new row is the head when it is above the one before.
+            self.head = match cached {
+                Some((s, prev)) if s == session && prev.is_none_or(|(m, _)| seq > m) => {
+                    Some((s, Some((seq, *hash))))
+                }
+                _ => None,
+            };
+        }
         Ok(())
     }
     fn record_compaction(
@@ -680,6 +713,40 @@ impl SessionStore for SqliteStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The head kept during a transaction is the database's: it follows
+    /// this transaction's appends, is forgotten at rollback and commit, and
+    /// what another connection appended in between is seen.
+    #[test]
+    fn the_chain_head_kept_in_a_transaction_is_the_databases() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("g.sqlite3");
+        let mut a = SqliteStore::open(&path).unwrap_or_else(|e| panic!("{e}"));
+        let mut b = SqliteStore::open(&path).unwrap_or_else(|e| panic!("{e}"));
+        let ok = |r: Result<(), StoreError>| r.unwrap_or_else(|e| panic!("{e}"));
+        let head = |s: &mut SqliteStore| s.chain_head("s").unwrap_or_else(|e| panic!("{e}"));
+        ok(a.begin());
+        assert_eq!(head(&mut a), None);
+        ok(a.append_chain("s", 1, "{}", &[1; 32]));
+        assert_eq!(head(&mut a), Some((1, [1; 32])));
+        ok(a.append_chain("s", 2, "{}", &[2; 32]));
+        assert_eq!(head(&mut a), Some((2, [2; 32])));
+        ok(a.rollback());
+        assert_eq!(head(&mut a), None);
+        ok(a.begin());
+        ok(a.append_chain("s", 1, "{}", &[1; 32]));
+        ok(a.commit());
+        ok(b.begin());
+        assert_eq!(head(&mut b), Some((1, [1; 32])));
+        ok(b.append_chain("s", 2, "{}", &[2; 32]));
+        ok(b.commit());
+        ok(a.begin());
+        assert_eq!(head(&mut a), Some((2, [2; 32])));
+        // A failed append (the number exists) leaves the head as it was.
+        assert!(a.append_chain("s", 2, "{}", &[9; 32]).is_err());
+        assert_eq!(head(&mut a), Some((2, [2; 32])));
+        ok(a.commit());
+    }
 
     #[test]
     fn replay_marks_are_per_session_and_pruned() {
