@@ -496,7 +496,8 @@ fn top_words(text: &str) -> Vec<(usize, usize, bool)> {
 }
 
 /// A clause's words in telegraphic form: its leading article (`The`,
-/// `a`, `an`) and its filler runs (`has been`, `successfully`, `in order`,
+/// `a`, `an`), an article before a name (`the RDS group`: the name is the
+/// fact, see [`is_fact_token`]) and its filler runs (`has been`, `successfully`, `in order`,
 /// the `is` of `is now`, an opening `which is`) removed, every other word
 /// kept as written and in order (SPEC §2: extractive). Articles inside the
 /// clause stay: a planted fact is often a phrase with one (`loses the
@@ -533,7 +534,13 @@ fn telegraph_clause(text: &str) -> String {
             k += r.len();
             continue;
         }
-        if k == 0 && words[k].2 && is_article(w(k)) && next_ok(k) {
+        // Inside the clause only before a name (`the RDS group`): the
+        // name is the fact, the article no part of it.
+        if (k == 0 || (k + 1 < words.len() && is_fact_token(w(k + 1))))
+            && words[k].2
+            && is_article(w(k))
+            && next_ok(k)
+        {
             drop[k] = true;
         }
         k += 1;
@@ -709,15 +716,20 @@ mod tests {
 
     #[test]
     fn telegraph_drops_leading_articles_and_filler_runs_only() {
-        // A clause's leading article goes; articles inside a clause stay
-        // (they may be part of a fact phrase, `loses the cookie`).
+        // A clause's leading article goes, and one before a name; other
+        // articles stay (they may be part of a fact phrase, `loses the
+        // cookie`).
+        assert_eq!(
+            telegraph("The iframe loses the cookie behind the NLB."),
+            "iframe loses the cookie behind NLB."
+        );
         assert_eq!(
             telegraph("The API base is set at build time by VITE_API_BASE (default /api)."),
             "API base is set at build time by VITE_API_BASE (default /api)."
         );
         assert_eq!(
             telegraph("The default-deny policy is missing, and the RDS group allows 0.0.0.0/0."),
-            "default-deny policy is missing, and the RDS group allows 0.0.0.0/0."
+            "default-deny policy is missing, and RDS group allows 0.0.0.0/0."
         );
         // Filler runs go, keeping the word that carries the meaning.
         assert_eq!(
@@ -752,7 +764,7 @@ mod tests {
             "`the value` is kept.",
             "(the default) is kept.",
             "'a' is the flag value.",
-            "A record points at the NLB.",
+            "A record points at the load balancer.",
             "the",
             "a < b holds.",
         ] {
