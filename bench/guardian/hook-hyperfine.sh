@@ -9,8 +9,10 @@
 #   claude-deny-sqlite         the same with the default SQLite store (each run records
 #                              its decision and chain entry: the store grows a decision a run)
 #   claude-allow-memory        Claude Code, manual compaction (allowed), --memory, the trail
-#                              built and printed; includes the deliberate wait until 250 ms
-#                              after hook start for the host's transcript queue (SETTLE)
+#                              built and printed; under the default policy (manual_override)
+#                              no line still to come can turn it, so it does not wait for
+#                              the host's transcript queue (SETTLE; docs/guardian.md
+#                              "Which allows wait")
 #   claude-allow-memory-no-trail  the same without the trail
 #   codex-deny-memory          Codex CLI, auto compaction denied, --memory
 #   codex-allow-memory         Codex CLI, manual compaction allowed, --memory, trail built
@@ -22,8 +24,10 @@
 # after WARMUP warm-up runs, from one Python process; its fork/exec cost is
 # included, so medians are ~1 ms higher than hyperfine's).
 # Usage: bench/guardian/hook-hyperfine.sh [path/to/mnemo] [entries] [name-regex]
-# Env: RUNS (default 300), SLOW_RUNS (the paths that wait for SETTLE,
-# default 30), WARMUP (default 20).
+# Env: RUNS (default 300), SLOW_RUNS (paths marked slow, none at present,
+# default 30), WARMUP (default 20). CALLGRIND=1: instead of timing, runs
+# each checked path once under `valgrind --tool=callgrind` and prints its
+# instruction count (Ir, whole process; repeatable under load).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 mnemo="${1:-target/release/mnemo}"
@@ -61,8 +65,8 @@ specs=(
   "claude-deny-memory|deny-exit2|0|$cc --memory < $tmp/hook-input.json"
   "claude-deny-memory-no-trail|deny-exit2|0|$cc --memory --no-trail < $tmp/hook-input.json"
   "claude-deny-sqlite|deny-exit2|0|$cc < $tmp/hook-input.json"
-  "claude-allow-memory|allow-trail|1|$cc --memory < $tmp/hook-manual.json"
-  "claude-allow-memory-no-trail|allow|1|$cc --memory --no-trail < $tmp/hook-manual.json"
+  "claude-allow-memory|allow-trail|0|$cc --memory < $tmp/hook-manual.json"
+  "claude-allow-memory-no-trail|allow|0|$cc --memory --no-trail < $tmp/hook-manual.json"
   "codex-deny-memory|deny-codex|0|$cx --memory < $tmp/codex-auto.json"
   "codex-allow-memory|allow-trail|0|$cx --memory < $tmp/codex-manual.json"
   "codex-allow-memory-no-trail|allow|0|$cx --memory --no-trail < $tmp/codex-manual.json"
@@ -95,6 +99,16 @@ for s in "${specs[@]}"; do
   cmds+=("$cmd")
   slow+=("$isslow")
 done
+if [ -n "${CALLGRIND:-}" ]; then
+  for i in "${!names[@]}"; do
+    set +e
+    sh -c "valgrind --tool=callgrind --callgrind-out-file=$tmp/cg$i ${cmds[$i]}" >/dev/null 2>&1
+    set -e
+    ir="$(awk '/^(summary|totals):/ {print $2; exit}' "$tmp/cg$i")"
+    echo "${names[$i]}: $ir Ir"
+  done
+  exit 0
+fi
 if command -v hyperfine >/dev/null 2>&1; then
   : >"$tmp/all.jsonl"
   for i in "${!names[@]}"; do

@@ -396,8 +396,21 @@ impl<'c> DeterministicSummarizer<'c> {
         } else {
             String::new()
         };
-        (cap_line(&what), cap_line(&to_next), cap_line(&gotcha))
+        (
+            cap_line(&telegraph_line(&what)),
+            cap_line(&telegraph_line(&to_next)),
+            cap_line(&telegraph_line(&gotcha)),
+        )
     }
+}
+
+/// A line's sentences in telegraphic form ([`ex::telegraph`]).
+fn telegraph_line(line: &str) -> String {
+    ex::sentences(line)
+        .iter()
+        .map(|s| ex::telegraph(s))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Stable-sorts `pool[from..]` by the first of `kinds` whose fact each
@@ -677,7 +690,9 @@ fn title(r: &SummaryRecord, facts: &Facts) -> String {
         .as_deref()
         .or(facts.sentences.first().map(String::as_str))
         .unwrap_or("Untitled entry");
-    let src = ex::strip_label(src);
+    // The words of the first line (telegraphic, as the line is written),
+    // so that the renderer can see the title only repeats them.
+    let src = ex::telegraph(ex::strip_label(src));
     // The first words (at most five), never cut inside a word.
     let words: Vec<&str> = src.split_whitespace().take(5).collect();
     let mut words = words;

@@ -5,16 +5,15 @@
 //! keywords occurs (ASCII-case-insensitively): its scan starts every rule
 //! at a keyword hit and nowhere else (`mnemo-scrub`'s engine). So a string
 //! in which no keyword occurs has no finding, and the store wrapper need
-//! not build the scrubber for it. Building the scrubber parses its whole
-//! rule file; this index reads only the `keywords = [...]` lines of the same
-//! file ([`mnemo_scrub::DEFAULT_RULES_TOML`]), once per process.
+//! not build the scrubber for it. Building the scrubber compiles its
+//! rules; this index takes only their keywords, from the statics
+//! `mnemo-scrub`'s build script wrote ([`mnemo_scrub::default_rule_keywords`]),
+//! once per process.
 //!
-//! Reading those lines is deliberately strict: any line it does not
-//! understand (another string syntax, an escape other than `\"` and `\\`,
-//! a keyword shorter than two bytes, a rule without its one `keywords`
-//! line) gives no index, and then every string goes to the scrubber. The
-//! tests check that the keywords read here are exactly the scrubber's.
-
+//! A keyword list this index cannot hold (none at all, a keyword shorter
+//! than two bytes, 65,535 or more) gives no index, and then every string
+//! goes to the scrubber. The tests check that the keywords held here are
+//! exactly the scrubber's.
 use std::sync::OnceLock;
 
 /// The keywords, lowercased, sorted, with a bitmap of their first two bytes.
@@ -34,11 +33,11 @@ pub(crate) struct KeywordIndex {
 
 static INDEX: OnceLock<Option<KeywordIndex>> = OnceLock::new();
 
-/// The index of the built-in rules (`None`: the rule file's keyword lines
-/// could not be read strictly; then nothing may skip the scrubber).
+/// The index of the built-in rules (`None`: their keywords do not fit it;
+/// then nothing may skip the scrubber).
 pub(crate) fn default_index() -> Option<&'static KeywordIndex> {
     INDEX
-        .get_or_init(|| KeywordIndex::from_rules_toml(mnemo_scrub::DEFAULT_RULES_TOML))
+        .get_or_init(|| KeywordIndex::from_keywords(mnemo_scrub::default_rule_keywords()))
         .as_ref()
 }
 
@@ -56,46 +55,16 @@ fn pair(a: u8, b: u8) -> usize {
 }
 
 impl KeywordIndex {
-    /// Reads the keywords of a rule file in the built-in file's layout;
-    /// `None` when any keyword line is not of the simple form.
-    pub(crate) fn from_rules_toml(toml: &str) -> Option<KeywordIndex> {
-        let mut rules = 0usize;
-        let mut lines_read = 0usize;
-        let mut words: Vec<Vec<u8>> = Vec::new();
-        // Only the lines holding `[[rule]]` or `keywords` matter: found with
-        // a substring search instead of walking every line of the file.
-        let bytes = toml.as_bytes();
-        let mut marks: Vec<usize> = memchr::memmem::find_iter(bytes, b"[[rule]]")
-            .chain(memchr::memmem::find_iter(bytes, b"keywords"))
-            .map(|at| memchr::memrchr(b'\n', &bytes[..at]).map_or(0, |i| i + 1))
+    /// The index of `keywords` (any case); `None` when there is none, one
+    /// is shorter than two bytes, or there are too many for its ranges.
+    pub(crate) fn from_keywords<'k>(
+        keywords: impl IntoIterator<Item = &'k str>,
+    ) -> Option<KeywordIndex> {
+        let mut words: Vec<Vec<u8>> = keywords
+            .into_iter()
+            .map(|k| k.as_bytes().to_vec())
             .collect();
-        marks.sort_unstable();
-        marks.dedup();
-        for start in marks {
-            let end = memchr::memchr(b'\n', &bytes[start..]).map_or(bytes.len(), |i| start + i);
-            let t = toml.get(start..end)?.trim();
-            if t == "[[rule]]" {
-                rules += 1;
-                continue;
-            }
-            if !t.starts_with("keywords") {
-                continue;
-            }
-            let rest = t.strip_prefix("keywords")?.trim_start();
-            let rest = rest.strip_prefix('=')?.trim();
-            let list = rest.strip_prefix('[')?.strip_suffix(']')?;
-            let before = words.len();
-            parse_strings(list, &mut words)?;
-            if words.len() == before {
-                return None;
-            }
-            lines_read += 1;
-            // one `keywords` line per rule, after its header
-            if lines_read != rules {
-                return None;
-            }
-        }
-        if rules == 0 || lines_read != rules {
+        if words.is_empty() {
             return None;
         }
         for w in &mut words {
@@ -164,49 +133,6 @@ impl KeywordIndex {
             }
         }
         false
-    }
-}
-
-/// Parses `"a", "b\"c"` (TOML basic strings with `\"` and `\\` only) into
-/// `out`; `None` on anything else.
-fn parse_strings(list: &str, out: &mut Vec<Vec<u8>>) -> Option<()> {
-    let mut chars = list.trim().chars().peekable();
-    loop {
-        match chars.next() {
-            None => return Some(()),
-            Some('"') => {}
-            Some(_) => return None,
-        }
-        let mut word = String::new();
-        loop {
-            match chars.next()? {
-                '"' => break,
-                '\\' => match chars.next()? {
-                    '"' => word.push('"'),
-                    '\\' => word.push('\\'),
-                    _ => return None,
-                },
-                c if c.is_control() => return None,
-                c => word.push(c),
-            }
-        }
-        out.push(word.into_bytes());
-        while chars.peek().is_some_and(|c| c.is_whitespace()) {
-            chars.next();
-        }
-        match chars.next() {
-            None => return Some(()),
-            Some(',') => {
-                while chars.peek().is_some_and(|c| c.is_whitespace()) {
-                    chars.next();
-                }
-                if chars.peek().is_none() {
-                    // a trailing comma
-                    return Some(());
-                }
-            }
-            Some(_) => return None,
-        }
     }
 }
 
@@ -387,24 +313,17 @@ mod tests {
     }
 
     #[test]
-    fn keyword_lines_not_of_the_simple_form_give_no_index() {
-        let ok = "[[rule]]\nid = \"a\"\nkeywords = [\"ghp_\", \"x\\\"y\"]\n";
-        let ix = KeywordIndex::from_rules_toml(ok).unwrap_or_else(|| panic!("simple form"));
-        assert!(ix.occurs_in(b"--GHP_--"));
-        assert!(ix.occurs_in(b"x\"y"));
+    fn keyword_lists_the_index_cannot_hold_give_no_index() {
+        let ix = KeywordIndex::from_keywords(["GHP_", "x\"y", "ghp_"])
+            .unwrap_or_else(|| panic!("two keywords"));
+        assert_eq!(ix.words().count(), 2);
+        assert!(ix.occurs_in(b"--ghp_--"));
+        assert!(ix.occurs_in(b"x\"Y"));
         assert!(!ix.occurs_in(b"ghp-"));
-        for bad in [
-            "[[rule]]\nkeywords = ['ghp_']\n",
-            "[[rule]]\nkeywords = [\"gh\\u0070_\"]\n",
-            "[[rule]]\nkeywords = [\n  \"ghp_\",\n]\n",
-            "[[rule]]\nkeywords = [\"g\"]\n",
-            "[[rule]]\nkeywords = []\n",
-            "[[rule]]\nid = \"a\"\n[[rule]]\nkeywords = [\"ghp_\"]\n",
-            "[[rule]]\nkeywords = [\"ghp_\"]\nkeywords = [\"glpat-\"]\n",
-            "keywords = [\"ghp_\"]\n",
-            "",
-        ] {
-            assert!(KeywordIndex::from_rules_toml(bad).is_none(), "{bad:?}");
-        }
+        assert!(KeywordIndex::from_keywords(["ghp_", "g"]).is_none());
+        assert!(KeywordIndex::from_keywords(["ghp_", ""]).is_none());
+        assert!(KeywordIndex::from_keywords([]).is_none());
+        let many: Vec<String> = (0..70_000u32).map(|i| format!("k{i:05}")).collect();
+        assert!(KeywordIndex::from_keywords(many.iter().map(String::as_str)).is_none());
     }
 }

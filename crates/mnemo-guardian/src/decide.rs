@@ -137,6 +137,68 @@ impl<'a> TrustResolver<'a> {
     }
 }
 
+/// Provenance and step ids of [`worst_pending_entry`] start with this.
+pub const PENDING: &str = "mnemo:pending";
+
+/// The most restrictive entry a host could still append to a region that
+/// was read while the host was writing it (Claude Code queues transcript
+/// lines and appends them on a timer): one entry carrying, for every
+/// origin, a node without a source id whose lineage is unknown, a node of
+/// every lineage-classified origin whose lineage cannot be followed (a
+/// cycle, which resolves untrusted like a chain too deep to follow), and,
+/// for every untrusted `[[trust.source]]` rule, a node with a source id
+/// the rule matches. An entry is untrusted when one of its nodes is, so
+/// this one is untrusted under `policy` whenever any entry could be; and a
+/// later entry can only add taint or re-ground. So when a decision with
+/// this entry appended last is still an allow, no line still to come can
+/// turn the allow into a deny.
+///
+/// `None` when some untrusted source rule matches none of the source ids
+/// tried (it is shadowed by an earlier rule for those): then nothing is
+/// proven and the caller must wait for the lines instead.
+pub fn worst_pending_entry(policy: &Policy) -> Option<EntryProvenance> {
+    let unknown = format!("{PENDING}:unknown-lineage");
+    let mut nodes = Vec::new();
+    for o in Origin::ALL {
+        nodes.push(Provenance {
+            provenance_id: format!("{PENDING}:{}", o.as_str()),
+            origin: o,
+            source_id: None,
+            derived_from: vec![unknown.clone()],
+        });
+        if policy.fixed_trust(o, None).is_none() {
+            let id = format!("{PENDING}:{}:cycle", o.as_str());
+            nodes.push(Provenance {
+                provenance_id: id.clone(),
+                origin: o,
+                source_id: None,
+                derived_from: vec![id],
+            });
+        }
+    }
+    for (i, rule) in policy.sources.iter().enumerate() {
+        if rule.trust != Trust::Untrusted {
+            continue;
+        }
+        // The glob's shortest instance, and one with a run no other rule
+        // is likely to name.
+        let sid = ["", "mnemo-pending"]
+            .into_iter()
+            .map(|run| rule.source_id.replace('*', run).replace('?', "x"))
+            .find(|sid| policy.fixed_trust(rule.origin, Some(sid)) == Some(Trust::Untrusted))?;
+        nodes.push(Provenance {
+            provenance_id: format!("{PENDING}:source:{i}"),
+            origin: rule.origin,
+            source_id: Some(sid),
+            derived_from: vec![unknown.clone()],
+        });
+    }
+    Some(EntryProvenance {
+        step_id: format!("{PENDING}:entry"),
+        provenance: nodes,
+    })
+}
+
 /// Decides whether `entries` (oldest first) may be compacted, with nothing
 /// recorded after them and no extra lineage: the simple in-process API.
 pub fn check_compaction(
@@ -582,5 +644,86 @@ mod tests {
             decide_compaction(&p, &input).reason_codes,
             vec!["trigger_denied"]
         );
+    }
+
+    fn untrusted_under(p: &Policy, e: &EntryProvenance) -> bool {
+        let mut r = TrustResolver::new(p, e.provenance.iter());
+        e.provenance.iter().any(|n| r.trust(n) == Trust::Untrusted)
+    }
+
+    fn with_worst(p: &Policy, trigger: Trigger) -> Verdict {
+        let w = worst_pending_entry(p).unwrap_or_else(|| panic!("a worst case"));
+        check_compaction(p, &[e("s1", "p1", Origin::UserInput), w], trigger).verdict
+    }
+
+    #[test]
+    fn the_worst_pending_entry_flips_what_a_pending_line_could_flip() {
+        // default policy: a manual compaction stands whatever comes (manual
+        // override), an auto one does not
+        let p = Policy::default();
+        assert!(untrusted_under(
+            &p,
+            &worst_pending_entry(&p).unwrap_or_else(|| panic!())
+        ));
+        assert_eq!(with_worst(&p, Trigger::Manual), Verdict::Allow);
+        assert_eq!(with_worst(&p, Trigger::SizeThreshold), Verdict::Deny);
+        let no_override = Policy::from_toml("[compaction]\nmanual_override = false\n")
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(with_worst(&no_override, Trigger::Manual), Verdict::Deny);
+        let allow = Policy::from_toml("[compaction]\non_untrusted = \"allow\"\n")
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(with_worst(&allow, Trigger::SizeThreshold), Verdict::Allow);
+        let auto_allowed = Policy::from_toml("[compaction.triggers]\nsize_threshold = \"allow\"\n")
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            with_worst(&auto_allowed, Trigger::SizeThreshold),
+            Verdict::Allow
+        );
+    }
+
+    #[test]
+    fn the_worst_pending_entry_is_untrusted_when_only_a_source_rule_is() {
+        // every origin trusted, the lineage fixed too: only the source rule
+        // can make a pending line untrusted
+        let mut toml = String::from("[trust]\nunknown_lineage = \"trusted\"\n");
+        for o in Origin::ALL {
+            toml.push_str(&format!("{} = \"trusted\"\n", o.as_str()));
+        }
+        let all_trusted = Policy::from_toml(&toml).unwrap_or_else(|e| panic!("{e}"));
+        let w = worst_pending_entry(&all_trusted).unwrap_or_else(|| panic!());
+        assert!(!untrusted_under(&all_trusted, &w));
+        assert_eq!(
+            with_worst(&all_trusted, Trigger::SizeThreshold),
+            Verdict::Allow
+        );
+        toml.push_str(
+            "[[trust.source]]\norigin = \"tool_output\"\nsource_id = \"https://*.example/?\"\ntrust = \"untrusted\"\n",
+        );
+        let one_rule = Policy::from_toml(&toml).unwrap_or_else(|e| panic!("{e}"));
+        let w = worst_pending_entry(&one_rule).unwrap_or_else(|| panic!());
+        assert!(untrusted_under(&one_rule, &w));
+        assert_eq!(with_worst(&one_rule, Trigger::SizeThreshold), Verdict::Deny);
+    }
+
+    #[test]
+    fn a_shadowed_untrusted_source_rule_proves_nothing() {
+        // `b*` trusted first: of the instances of `*b` tried, "b" matches
+        // `b*` (trusted), "mnemo-pendingb" does not (untrusted)
+        let found = Policy::from_toml(
+            "[[trust.source]]\norigin = \"tool_output\"\nsource_id = \"b*\"\ntrust = \"trusted\"\n[[trust.source]]\norigin = \"tool_output\"\nsource_id = \"*b\"\ntrust = \"untrusted\"\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let w = worst_pending_entry(&found).unwrap_or_else(|| panic!());
+        assert!(
+            w.provenance
+                .iter()
+                .any(|n| n.source_id.as_deref() == Some("mnemo-pendingb"))
+        );
+        // `*` trusted first hides every instance: no proof
+        let hidden = Policy::from_toml(
+            "[[trust.source]]\norigin = \"tool_output\"\nsource_id = \"*\"\ntrust = \"trusted\"\n[[trust.source]]\norigin = \"tool_output\"\nsource_id = \"*b\"\ntrust = \"untrusted\"\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert!(worst_pending_entry(&hidden).is_none());
     }
 }

@@ -292,6 +292,19 @@ pub fn recorded_lineage_of<'r, S: SessionStore + ?Sized>(
     reach_recorded(store, policy, session, roots, &HashMap::new())
 }
 
+/// [`recorded_lineage_of`] with `local` nodes (not recorded yet) followed
+/// before the store is asked.
+pub fn recorded_lineage_with<'r, S: SessionStore + ?Sized>(
+    store: &mut S,
+    policy: &Policy,
+    session: &str,
+    roots: impl Iterator<Item = &'r Provenance>,
+    local: impl Iterator<Item = &'r Provenance>,
+) -> Result<Vec<Provenance>, StoreError> {
+    let local: HashMap<&str, &Provenance> = local.map(|p| (p.provenance_id.as_str(), p)).collect();
+    reach_recorded(store, policy, session, roots, &local)
+}
+
 fn reach_recorded<'r, S: SessionStore + ?Sized>(
     store: &mut S,
     policy: &Policy,

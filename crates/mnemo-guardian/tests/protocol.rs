@@ -1056,6 +1056,82 @@ fn agents_the_policy_does_not_permit_are_refused_the_session() {
     assert_eq!(e.key, "guardian.permitted_agents");
 }
 
+/// What the host's transcript holds at PostCompact and the allowed
+/// PreCompact did not judge (lines the host wrote after an allow that
+/// did not wait for them) joins the summary's lineage and is recorded with
+/// the postCompact step, so a later compaction of the summary resolves it.
+#[test]
+fn host_post_compact_adds_what_the_transcript_held_since() {
+    use mnemo_guardian::decide::EntryProvenance;
+    use mnemo_guardian::policy::Trust;
+    use mnemo_guardian::protocol::{HostCompaction, HostPostCompaction};
+    use mnemo_guardian::{Origin, Provenance, Trigger};
+    let node = |id: &str, o: Origin| Provenance::new(id, o, Some("src"));
+    let run = |late: Provenance| {
+        let mut g = guardian_with(Policy::default());
+        let judged = vec![EntryProvenance::single(
+            "e1",
+            node("e1#0", Origin::UserInput),
+        )];
+        let (d, rec) = g.pre_compact_from_host(&HostCompaction {
+            session_id: "s",
+            agent_id: "claude-code",
+            request_id: "pre-1",
+            entries: &judged,
+            after: &[],
+            trigger: Trigger::Manual,
+        });
+        rec.unwrap();
+        assert!(d.allowed(), "{}", d.reasoning);
+        let transcript = vec![node("e1#0", Origin::UserInput), late.clone(), late];
+        let (r, h) = g.post_compact_from_host(&HostPostCompaction {
+            session_id: "s",
+            agent_id: "claude-code",
+            request_id: "post-1",
+            summary_id: "sum-1",
+            summary_source: "claude-code:compact-summary",
+            unknown_lineage: "unknown",
+            transcript: &transcript,
+        });
+        h.unwrap();
+        // a later auto compaction of the summary alone resolves its
+        // lineage through the store
+        let next = vec![EntryProvenance::single(
+            "s1",
+            Provenance {
+                provenance_id: "s1#0".into(),
+                origin: Origin::AgentGenerated,
+                source_id: None,
+                derived_from: vec!["sum-1".into()],
+            },
+        )];
+        let (d2, rec2) = g.pre_compact_from_host(&HostCompaction {
+            session_id: "s",
+            agent_id: "claude-code",
+            request_id: "pre-2",
+            entries: &next,
+            after: &[],
+            trigger: Trigger::SizeThreshold,
+        });
+        rec2.unwrap();
+        (r, d2)
+    };
+    let (r, next) = run(node("late#0", Origin::ToolOutput));
+    assert_eq!(r.pre_compact.as_deref(), Some("pre-1"));
+    assert_eq!(r.summary.derived_from, vec!["e1#0", "late#0"]);
+    assert_eq!(r.trust, Trust::Untrusted, "{}", r.reasoning);
+    assert!(
+        r.reasoning.contains("1 the transcript held"),
+        "{}",
+        r.reasoning
+    );
+    assert!(!next.allowed(), "{}", next.reasoning);
+    // a trusted late node is resolved (recorded), not unknown lineage
+    let (r, next) = run(node("late#0", Origin::System));
+    assert_eq!(r.trust, Trust::Trusted, "{}", r.reasoning);
+    assert!(next.allowed(), "{}", next.reasoning);
+}
+
 /// A host's PostCompact takes its lineage from the allowed PreCompact that
 /// waits for it (found through the store's indexes), once: a second one
 /// finds it consumed; the summary's trust follows the recorded nodes its
@@ -1095,6 +1171,7 @@ fn host_post_compact_takes_the_waiting_pre_compact_once() {
             summary_id: summary,
             summary_source: "codex:summary",
             unknown_lineage: "unknown",
+            transcript: &[],
         });
         h.unwrap();
         r
@@ -1108,6 +1185,7 @@ fn host_post_compact_takes_the_waiting_pre_compact_once() {
         summary_id: "sum-x",
         summary_source: "codex:summary",
         unknown_lineage: "unknown",
+        transcript: &[],
     });
     assert_eq!(r.0.pre_compact, None);
     let first = post(&mut g, "post-1", "sum-1");

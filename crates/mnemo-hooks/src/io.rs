@@ -4,8 +4,8 @@
 
 use super::{BlockStyle, HookOutput, Host, claude, codex, parse_hook_input, render};
 use crate::collapse::{Collapser, Limits};
-use mnemo_acs::model::{Origin, Verdict};
-use mnemo_guardian::decide::{Decision, EntryProvenance};
+use mnemo_acs::model::{Origin, Provenance, Verdict};
+use mnemo_guardian::decide::{Decision, EntryProvenance, worst_pending_entry};
 use mnemo_guardian::policy::Policy;
 use mnemo_guardian::protocol::{
     HostCompaction, HostPostCompaction, HostPostRecord, Transport, trigger_from_host,
@@ -61,6 +61,18 @@ pub fn run_pre_compact(
     opts: &GuardOptions,
     input: impl Read,
 ) -> Result<HookRun, ServeError> {
+    run_pre_compact_with(host, style, opts, input, &mut std::thread::sleep)
+}
+
+/// [`run_pre_compact`] with the wait for a Claude Code transcript the host
+/// is still writing ([`SETTLE`]) done by `sleep` (tests count the waits).
+pub fn run_pre_compact_with(
+    host: Host,
+    style: BlockStyle,
+    opts: &GuardOptions,
+    input: impl Read,
+    sleep: &mut dyn FnMut(std::time::Duration),
+) -> Result<HookRun, ServeError> {
     let mut buf = Vec::new();
     input.take(MAX_HOOK_INPUT).read_to_end(&mut buf)?;
     let hook = parse_hook_input(&buf)
@@ -100,11 +112,18 @@ pub fn run_pre_compact(
     // can still be missing from the file. A deny stands on what was read
     // (more lines can only add taint or a user turn the recorded prompt
     // already stands for); an allow is only given on a transcript that
-    // stopped growing [`SETTLE`] after the hook started.
+    // stopped growing [`SETTLE`] after the hook started, unless no line
+    // still to come could turn it into a deny: the allow stands with the
+    // most restrictive entry the policy knows appended last
+    // ([`worst_pending_entry`]; e.g. a manual compaction under
+    // `manual_override`, or `on_untrusted = "allow"`). Then the lines not
+    // read yet still belong in the summary's lineage: PostCompact reads
+    // the transcript again ([`run_post_compact_record`]).
     if host == Host::ClaudeCode
         && let Some(p) = hook.transcript_path.as_deref().filter(|p| !p.is_empty())
     {
         let path = std::path::Path::new(p);
+        let trigger = trigger_from_host(hook.trigger.as_deref().unwrap_or("auto"));
         let mut rounds = 0;
         loop {
             let probe = HostCompaction {
@@ -113,15 +132,33 @@ pub fn run_pre_compact(
                 request_id: "dry-run",
                 entries: &g.entries,
                 after: &[],
-                trigger: trigger_from_host(hook.trigger.as_deref().unwrap_or("auto")),
+                trigger,
             };
             if guardian.dry_pre_compact_from_host(&probe).verdict != Verdict::Allow {
                 break;
             }
+            if rounds == 0
+                && let Some(worst) = worst_pending_entry(guardian.policy())
+            {
+                g.entries.push(worst);
+                let probe = HostCompaction {
+                    session_id,
+                    agent_id: "claude-code",
+                    request_id: "dry-run",
+                    entries: &g.entries,
+                    after: &[],
+                    trigger,
+                };
+                let stands = guardian.dry_pre_compact_from_host(&probe).verdict == Verdict::Allow;
+                g.entries.pop();
+                if stands {
+                    break;
+                }
+            }
             let quiet = if rounds == 0 { SETTLE } else { REREAD_QUIET };
             let since = if rounds == 0 { started } else { g.read_at };
             if let Some(left) = quiet.checked_sub(since.elapsed()) {
-                std::thread::sleep(left);
+                sleep(left);
             }
             if file_len(path) == g.len {
                 break;
@@ -304,7 +341,10 @@ pub struct PostRecord {
 /// derives the summary in the transcript from the same id. A summary
 /// whose line cannot be read gets an id no transcript names (its lineage
 /// is then unknown: untrusted by default). Claude Code: `compact_summary`
-/// (the caller's side; see `claude.rs`).
+/// (the caller's side; see `claude.rs`); the transcript is read again and
+/// what it holds joins the lineage (an allow that no pending line could
+/// turn answers before the host wrote every queued line; docs/guardian.md
+/// "Which allows wait").
 pub fn run_post_compact_record(
     host: Host,
     opts: &GuardOptions,
@@ -366,6 +406,25 @@ pub fn run_post_compact_record(
         (None, Host::ClaudeCode) => format!("{prefix}:summary:{request_id}"),
         (None, Host::Codex) => format!("{prefix}:summary:unlinked-{request_id}"),
     };
+    // Claude Code: the transcript again. An allow that no pending line
+    // could turn into a deny answers without waiting for the host's write
+    // queue, so lines queued before PreCompact may be missing from what it
+    // judged; by PostCompact they are written (and the boundary and summary
+    // lines are not yet). What was compacted is a subset of what the region
+    // holds now: the union of both is the summary's lineage.
+    let transcript: Vec<Provenance> = match host {
+        Host::ClaudeCode
+            if hook
+                .transcript_path
+                .as_deref()
+                .is_some_and(|p| !p.is_empty()) =>
+        {
+            let g = gather(host, opts, &hook, guardian.policy());
+            notes.push_str(&g.notes);
+            g.entries.into_iter().flat_map(|e| e.provenance).collect()
+        }
+        _ => Vec::new(),
+    };
     let (record, recorded) = guardian.post_compact_from_host(&HostPostCompaction {
         session_id,
         agent_id: prefix,
@@ -373,6 +432,7 @@ pub fn run_post_compact_record(
         summary_id: &summary_id,
         summary_source: &format!("{prefix}:compact-summary"),
         unknown_lineage: unknown,
+        transcript: &transcript,
     });
     let recorded = match recorded {
         Ok(_) if !persistent => None,

@@ -38,6 +38,15 @@ use std::sync::OnceLock;
 /// The built-in rule file (TOML), compiled into the binary.
 pub const DEFAULT_RULES_TOML: &str = include_str!("../rules/default.toml");
 
+/// The prefilter keywords of the built-in rules (`rules/default.toml` as
+/// `build.rs` compiled it in: lowercase, none empty), rule by rule, so a
+/// keyword two rules share comes twice. The scan starts a rule only where
+/// one of its keywords occurs, ASCII-case-insensitively: a text in which
+/// none occurs has no finding under [`Scrubber::default_rules`].
+pub fn default_rule_keywords() -> impl Iterator<Item = &'static str> + Clone {
+    rules::builtin_keywords()
+}
+
 /// One redaction: which rule fired, the byte range in the *original* text,
 /// and the text that replaced it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

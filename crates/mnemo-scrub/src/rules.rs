@@ -64,6 +64,14 @@ mod builtin {
     include!(concat!(env!("OUT_DIR"), "/default_rules.rs"));
 }
 
+/// The keywords of the built-in rules, rule by rule (see
+/// [`crate::default_rule_keywords`]).
+pub(crate) fn builtin_keywords() -> impl Iterator<Item = &'static str> + Clone {
+    builtin::RULES
+        .iter()
+        .flat_map(|r| r.keywords.iter().copied())
+}
+
 fn owned(list: &[&str]) -> Vec<String> {
     list.iter().map(|s| (*s).to_string()).collect()
 }
