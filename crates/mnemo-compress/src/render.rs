@@ -3,7 +3,8 @@
 //! * [`render_zz`]: `ZZ-phase{N}-context.md` in the §8 structure (the same
 //!   headings, Budget and Cross-References), with dense entries: an
 //!   expanded entry is one head line (`**Agent** — title · fields · files`)
-//!   and its §4 lines as a list, only the gotcha labelled; the STANDARD
+//!   and its §4 lines under it, one a line without list markers, only the
+//!   gotcha labelled; the STANDARD
 //!   table has `| Agent | Summary |`, the gate's date is stated once and a
 //!   status only when it is not `complete`. The Budget states the o200k
 //!   tokens of the entries' input and of the Priority Entries written.
@@ -349,16 +350,41 @@ fn field_bits(e: &EntryView, zz_date: &str) -> Vec<String> {
     bits
 }
 
+/// A line of an expanded entry as written under its head line: as is, but
+/// a start that would open a markdown block of its own (a heading `# `, a
+/// quote `>`, a list item `- ` / `* ` / `+ ` / `1. `, a code fence) is
+/// escaped with `\`, so that the line stays text of its entry.
+fn plain_line(l: &str) -> String {
+    let hashes = l.bytes().take_while(|b| *b == b'#').count();
+    let digits = l.bytes().take_while(u8::is_ascii_digit).count();
+    let after = |n: usize| l.as_bytes().get(n).copied();
+    let heading = (1..=6).contains(&hashes) && matches!(after(hashes), None | Some(b' '));
+    let bullet =
+        matches!(after(0), Some(b'-' | b'*' | b'+')) && matches!(after(1), None | Some(b' '));
+    let fence = l.starts_with("```") || l.starts_with("~~~");
+    let numbered = digits > 0
+        && matches!(after(digits), Some(b'.' | b')'))
+        && matches!(after(digits + 1), None | Some(b' '));
+    if numbered {
+        format!("{}\\{}", &l[..digits], &l[digits..])
+    } else if heading || bullet || fence || l.starts_with('>') {
+        format!("\\{l}")
+    } else {
+        l.to_string()
+    }
+}
+
 /// One entry as `## Priority Entries` writes it. An expanded entry:
 ///
 /// ```text
-/// **Hermes** — Auth endpoints · a.py, b.py +1 more
-/// - What changed (the agent's words).
-/// - Why it matters to the next agent.
-/// - Gotcha: the gotcha.
+/// **Hermes** — Auth endpoints · a.py, b.py +1
+/// What changed (the agent's words).
+/// Why it matters to the next agent.
+/// Gotcha: the gotcha.
 /// ```
 ///
-/// (a blank line before it; empty lines are left out). A STANDARD entry is
+/// (a blank line before it; empty lines are left out; one line a line, as
+/// the seed's own entries are written, without list markers). A STANDARD entry is
 /// its table row `| Agent | Summary |`.
 pub fn render_entry(e: &EntryView, zz_date: &str) -> String {
     let mut o = String::new();
@@ -384,7 +410,11 @@ pub fn render_entry(e: &EntryView, zz_date: &str) -> String {
                     continue;
                 }
                 let gotcha = i == 2 && matches!(e.summary.body, Body::Critical { .. });
-                let _ = writeln!(o, "- {}{l}", if gotcha { "Gotcha: " } else { "" });
+                if gotcha {
+                    let _ = writeln!(o, "Gotcha: {l}");
+                } else {
+                    let _ = writeln!(o, "{}", plain_line(l));
+                }
             }
         }
         Body::Standard { sentence, files } => {
@@ -688,6 +718,22 @@ mod tests {
         // sha256("2026-06-20|1|hermes|x")[:16]
         let full = Sha256::digest(b"2026-06-20|1|hermes|x");
         assert!(h.starts_with(&format!("{:02x}", full[0])));
+    }
+
+    #[test]
+    fn an_entry_line_that_would_open_a_markdown_block_is_escaped() {
+        assert_eq!(
+            plain_line("GET /a returns 200 OK."),
+            "GET /a returns 200 OK."
+        );
+        assert_eq!(plain_line("# of retries is 3"), "\\# of retries is 3");
+        assert_eq!(plain_line("#123 is fixed"), "#123 is fixed");
+        assert_eq!(plain_line("> 5 replicas"), "\\> 5 replicas");
+        assert_eq!(plain_line("- not a list"), "\\- not a list");
+        assert_eq!(plain_line("**bold** stays"), "**bold** stays");
+        assert_eq!(plain_line("2. then this"), "2\\. then this");
+        assert_eq!(plain_line("2.5 s timeout"), "2.5 s timeout");
+        assert_eq!(plain_line("```sh"), "\\```sh");
     }
 
     #[test]

@@ -786,17 +786,38 @@ fn standard_sentence(r: &SummaryRecord, facts: &Facts) -> String {
     best.map_or_else(|| "(no summary)".to_string(), |(_, c)| c)
 }
 
-/// File names (the seed's LOW template: "filename only") joined by `, `,
-/// at most two, then `+N` (how many more files there are).
-pub fn short_file_list(files: &[String]) -> String {
-    let name = |f: &String| {
-        let t = f.trim_end_matches('/');
-        t.rsplit('/').next().unwrap_or(t).to_string()
+/// The shortest name of `files[i]` that no other file of `files` shares:
+/// its file name, or as many of its last path components as it takes
+/// (`notifications/routes.rb` beside `config/routes.rb`).
+fn short_name(files: &[String], i: usize) -> String {
+    let parts = |f: &str| -> Vec<String> {
+        f.trim()
+            .trim_end_matches('/')
+            .split('/')
+            .map(str::to_string)
+            .collect()
     };
-    let mut out = files
+    let me = parts(&files[i]);
+    let others: Vec<Vec<String>> = files
         .iter()
-        .take(2)
-        .map(name)
+        .enumerate()
+        .filter(|(j, f)| *j != i && f.trim() != files[i].trim())
+        .map(|(_, f)| parts(f))
+        .collect();
+    let tail = |p: &[String], k: usize| p[p.len().saturating_sub(k)..].join("/");
+    let mut k = 1;
+    while k < me.len() && others.iter().any(|o| tail(o, k) == tail(&me, k)) {
+        k += 1;
+    }
+    tail(&me, k)
+}
+
+/// File names (the seed's LOW template: "filename only") joined by `, `,
+/// at most two, then `+N` (how many more files there are). A name that
+/// two files share gets as much of its directory as tells them apart.
+pub fn short_file_list(files: &[String]) -> String {
+    let mut out = (0..files.len().min(2))
+        .map(|i| short_name(files, i))
         .collect::<Vec<_>>()
         .join(", ");
     if files.len() > 2 {
@@ -923,6 +944,21 @@ mod tests {
         // A one-line entry: two names, then how many more.
         assert_eq!(short_file_list(&files), "f0.rs, f1.rs +4");
         assert_eq!(short_file_list(&files[..2]), "f0.rs, f1.rs");
+        // Shared file names keep as much of their directory as tells them
+        // apart; a directory is named by its last component.
+        let files: Vec<String> = [
+            "app/notifications/routes.rb",
+            "config/routes.rb",
+            "app/notifications/templates/",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        assert_eq!(
+            short_file_list(&files),
+            "notifications/routes.rb, config/routes.rb +1"
+        );
+        assert_eq!(short_file_list(&files[1..]), "routes.rb, templates");
     }
 
     fn standard(summary: &str, what: Option<&str>) -> Body {

@@ -303,13 +303,16 @@ fn zz_format_matches_the_spec_example_structure() {
     // fixed labels (`**Entry:**`, `**What changed:**`, …) are gone on
     // purpose: they carried no fact and took a third of the page (SPEC §2,
     // "a handoff is smaller than what it summarises"). What is left of the
-    // §4 shape: a head line per expanded entry, its lines as a list, the
-    // gotcha labelled.
+    // §4 shape: a head line per expanded entry, its lines under it one a
+    // line (as the seed writes them, no list markers), the gotcha labelled.
     for label in ["- Allocated", "- Used", "- Carried", "- Tokens"] {
         assert!(b.contains(&label.to_string()), "{label}");
     }
     assert!(!ours.contains("**Entry:**") && !ours.contains("**What changed:**"));
-    assert!(ours.contains("\n- Gotcha: "), "{ours}");
+    assert!(ours.contains("\nGotcha: "), "{ours}");
+    let pe =
+        &ours[ours.find("## Priority Entries").unwrap()..ours.find("## Cross-References").unwrap()];
+    assert!(!pe.lines().any(|l| l.starts_with("- ")), "{pe}");
     // The STANDARD table stays a GFM table under its labelled heading,
     // with the shortest delimiter row.
     assert!(ours.contains("### STANDARD (1-line)\n| Agent | Summary |\n|-|-|\n"));
