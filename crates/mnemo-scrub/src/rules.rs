@@ -102,6 +102,11 @@ impl From<&Spec<'_>> for RuleSpec {
 /// `rules/default.toml` (what [`compile`] of that file gives, lazily, without
 /// parsing TOML at run time).
 pub(crate) fn compile_builtin() -> Result<Compiled, RuleError> {
+    compile_builtin_where(|_| true)
+}
+
+/// [`compile_builtin`] of the rules whose index `keep` keeps (in order).
+pub(crate) fn compile_builtin_where(keep: impl Fn(usize) -> bool) -> Result<Compiled, RuleError> {
     let file = RuleFile {
         version: Some(1),
         macros: BTreeMap::new(),
@@ -109,9 +114,37 @@ pub(crate) fn compile_builtin() -> Result<Compiled, RuleError> {
             templates: owned(builtin::TEMPLATES),
             placeholders: owned(builtin::PLACEHOLDERS),
         },
-        rules: builtin::RULES.iter().map(RuleSpec::from).collect(),
+        rules: builtin::RULES
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| keep(*i))
+            .map(|(_, r)| RuleSpec::from(r))
+            .collect(),
     };
     compile_file(file, false)
+}
+
+/// Indices (ascending) of the built-in rules with a keyword in `text`,
+/// ASCII-case-insensitively (the keywords are lowercase). Keyword by
+/// keyword, skipping those whose first byte is not in `text`: meant for
+/// short texts.
+pub(crate) fn builtin_rules_in(text: &[u8]) -> Vec<usize> {
+    let lower = text.to_ascii_lowercase();
+    let mut present = [false; 256];
+    for &b in &lower {
+        present[usize::from(b)] = true;
+    }
+    let occurs = |k: &str| {
+        let k = k.as_bytes();
+        k.first()
+            .is_some_and(|&f| present[usize::from(f)] && lower.windows(k.len()).any(|w| w == k))
+    };
+    builtin::RULES
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.keywords.iter().any(|k| occurs(k)))
+        .map(|(i, _)| i)
+        .collect()
 }
 
 /// A compiled rule. Its data is read through accessors.
