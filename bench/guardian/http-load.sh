@@ -49,6 +49,15 @@ done
 for i in $(seq 0 $((instances - 1))); do
   for _ in $(seq 100); do curl -sf "http://127.0.0.1:$((port + i))/health" >/dev/null 2>&1 && break; sleep 0.1; done
 done
+# The settings that decide the figure, printed with it (2026-12-02's 30,537
+# req/s on SQLite was a fat-LTO `target/release` build at load ~1; the same
+# script on a `--profile measure` build gave half that: name the binary).
+echo "binary: $mnemo ($(stat -c %s "$mnemo") bytes, sha256 $(sha256sum "$mnemo" | cut -c1-12)); $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+echo "wrk -t${THREADS:-2} -c$conns -d${secs}s on the same cores; requests: user-message.lua (steps/userMessage, a fresh request_id each, validated, replay-checked, recorded, chained); one session per instance$([ "${SAME_SESSION:-0}" = 1 ] && echo ' (SAME_SESSION: one for all)'); timestamps and handshake not checked"
+case "${STORE:-memory}" in
+  sqlite) echo "store sqlite: a fresh file, WAL, synchronous=NORMAL (a commit writes the WAL, no fsync; the background checkpoint, every 250 ms, fsyncs the WAL before copying it and the database after)" ;;
+  postgres) echo "store postgres: synchronous_commit=$(psql "$url" -Atc 'SHOW synchronous_commit' 2>/dev/null || echo '?') fsync=$(psql "$url" -Atc 'SHOW fsync' 2>/dev/null || echo '?') (COMMIT waits for its WAL flush)" ;;
+esac
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg); store ${STORE:-memory}; instances $instances; -c$conns -d${secs}s"
 if command -v wrk >/dev/null; then
   wpids=()

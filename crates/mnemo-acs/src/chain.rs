@@ -3,7 +3,7 @@
 //! `entry_hash = SHA-256(JCS(entry) || previous_hash_bytes)`, where the first
 //! entry of a session has no previous hash. `request_hash = SHA-256(JCS(params))`.
 
-use crate::jcs::canonicalize;
+use crate::jcs::{canonicalize, canonicalize_omitting};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -52,6 +52,12 @@ fn hex_val(c: u8) -> Option<u8> {
 /// Hash of a request's `params` (the canonical JSON of the object as given).
 pub fn request_hash(params: &Value) -> Hash {
     sha256(canonicalize(params).as_bytes())
+}
+
+/// [`request_hash`] of `params` without the members at the paths in `omit`
+/// (see [`canonicalize_omitting`]), without copying `params`.
+pub fn request_hash_omitting(params: &Value, omit: &[&[&str]]) -> Hash {
+    sha256(canonicalize_omitting(params, omit).as_bytes())
 }
 
 /// Hash of one chain entry given its canonical text and the previous head.

@@ -15,6 +15,60 @@ pub fn canonicalize(value: &Value) -> String {
     out
 }
 
+/// Canonical JSON text of `value` without the object members at the paths
+/// in `omit` (each a list of member names from the top, e.g.
+/// `&["params", "signature"]`), as if they had been removed from a copy
+/// first: the same text as cloning, removing and [`canonicalize`], without
+/// the copy. A path that names no member omits nothing.
+pub fn canonicalize_omitting(value: &Value, omit: &[&[&str]]) -> String {
+    let mut out = String::with_capacity(256);
+    write_omitting(&mut out, value, omit);
+    out
+}
+
+fn write_omitting(out: &mut String, value: &Value, omit: &[&[&str]]) {
+    let Value::Object(map) = value else {
+        return write_value(out, value);
+    };
+    if omit.is_empty() {
+        return write_value(out, value);
+    }
+    let mut keys: Vec<(&String, &Value)> = map
+        .iter()
+        .filter(|(k, _)| !omit.iter().any(|p| p.len() == 1 && p[0] == k.as_str()))
+        .collect();
+    keys.sort_by(|a, b| utf16_cmp(a.0, b.0));
+    out.push('{');
+    let mut below: Vec<&[&str]> = Vec::new();
+    for (i, (k, v)) in keys.into_iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        write_string(out, k);
+        out.push(':');
+        below.clear();
+        below.extend(
+            omit.iter()
+                .filter(|p| p.len() > 1 && p[0] == k.as_str())
+                .map(|p| &p[1..]),
+        );
+        write_omitting(out, v, &below);
+    }
+    out.push('}');
+}
+
+/// RFC 8785's member order: by UTF-16 code units. UTF-8 byte order is code
+/// point order, which differs from UTF-16 order only between a character
+/// above U+FFFF (a surrogate pair) and one in U+E000..=U+FFFF; a string
+/// without any byte >= 0xEE holds neither, so bytes decide.
+fn utf16_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+    if a.bytes().chain(b.bytes()).all(|c| c < 0xEE) {
+        a.as_bytes().cmp(b.as_bytes())
+    } else {
+        a.encode_utf16().cmp(b.encode_utf16())
+    }
+}
+
 fn write_value(out: &mut String, value: &Value) {
     match value {
         Value::Null => out.push_str("null"),
@@ -33,7 +87,7 @@ fn write_value(out: &mut String, value: &Value) {
         }
         Value::Object(map) => {
             let mut keys: Vec<(&String, &Value)> = map.iter().collect();
-            keys.sort_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
+            keys.sort_by(|a, b| utf16_cmp(a.0, b.0));
             out.push('{');
             for (i, (k, v)) in keys.into_iter().enumerate() {
                 if i > 0 {
@@ -88,24 +142,25 @@ fn write_string(out: &mut String, s: &str) {
     out.push('"');
     let bytes = s.as_bytes();
     let mut run = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        let esc = match b {
-            b'"' => "\\\"",
-            b'\\' => "\\\\",
-            0x08 => "\\b",
-            b'\t' => "\\t",
-            b'\n' => "\\n",
-            0x0C => "\\f",
-            b'\r' => "\\r",
-            0..0x20 => "",
-            _ => continue,
-        };
+    while let Some(off) = bytes[run..]
+        .iter()
+        .position(|&b| b < 0x20 || b == b'"' || b == b'\\')
+    {
+        let i = run + off;
         // Escapes are ASCII, so `run..i` falls on char boundaries.
         out.push_str(&s[run..i]);
-        if esc.is_empty() {
-            let _ = write!(out, "\\u{:04x}", b);
-        } else {
-            out.push_str(esc);
+        let b = bytes[i];
+        match b {
+            b'"' => out.push_str("\\\""),
+            b'\\' => out.push_str("\\\\"),
+            0x08 => out.push_str("\\b"),
+            b'\t' => out.push_str("\\t"),
+            b'\n' => out.push_str("\\n"),
+            0x0C => out.push_str("\\f"),
+            b'\r' => out.push_str("\\r"),
+            _ => {
+                let _ = write!(out, "\\u{:04x}", b);
+            }
         }
         run = i + 1;
     }
@@ -163,6 +218,34 @@ mod tests {
     }
 
     #[test]
+    fn omitting_equals_removing_from_a_copy() {
+        let v = json!({"params": {"signature": {"value": "x"}, "payload": {"post_compact_chain_hash": "h", "summary": 1}, "z\u{1f600}": 2, "z\u{fb33}": 3}, "signature": "top", "id": 1});
+        let mut copy = v.clone();
+        if let Some(p) = copy.get_mut("params").and_then(Value::as_object_mut) {
+            p.remove("signature");
+            if let Some(q) = p.get_mut("payload").and_then(Value::as_object_mut) {
+                q.remove("post_compact_chain_hash");
+            }
+        }
+        let omit: &[&[&str]] = &[
+            &["params", "signature"],
+            &["params", "payload", "post_compact_chain_hash"],
+        ];
+        assert_eq!(canonicalize_omitting(&v, omit), canonicalize(&copy));
+        // The top-level "signature" stays: only the named paths go.
+        assert!(canonicalize_omitting(&v, omit).contains("\"signature\":\"top\""));
+        // Surrogate pairs sort before U+FB33 (UTF-16 order), also below an omission.
+        assert!(canonicalize_omitting(&v, omit).contains("\"z\u{1f600}\":2,\"z\u{fb33}\":3"));
+        // A path through a non-object, or naming nothing, omits nothing.
+        let none: &[&[&str]] = &[&["id", "x"], &["missing"]];
+        assert_eq!(canonicalize_omitting(&v, none), canonicalize(&v));
+        assert_eq!(
+            canonicalize_omitting(&json!([1, {"a": 2}]), omit),
+            "[1,{\"a\":2}]"
+        );
+    }
+
+    #[test]
     fn control_characters() {
         let v = json!("\u{1}\u{1f}\u{7f}\u{2028}/");
         assert_eq!(canonicalize(&v), "\"\\u0001\\u001f\u{7f}\u{2028}/\"");
@@ -171,6 +254,12 @@ mod tests {
     proptest::proptest! {
         /// RFC 8785 string escaping is ECMAScript's JSON.stringify, which
         /// for strings is also what serde_json writes.
+        /// The byte-order shortcut of member sorting is UTF-16 order.
+        #[test]
+        fn member_order_is_utf16_order(a in "\\PC{0,6}|[a\u{7f}\u{e9}\u{e000}\u{fb33}\u{ffff}\u{10000}\u{1f600}]{0,4}", b in "\\PC{0,6}|[a\u{7f}\u{e9}\u{e000}\u{fb33}\u{ffff}\u{10000}\u{1f600}]{0,4}") {
+            proptest::prop_assert_eq!(utf16_cmp(&a, &b), a.encode_utf16().cmp(b.encode_utf16()));
+        }
+
         #[test]
         fn strings_escape_like_json_stringify(s in "\\PC*|[\\x00-\\x20\"\\\\\\x7f\u{2028}a\u{e9}\u{1f600}]{0,40}") {
             proptest::prop_assert_eq!(canonicalize(&Value::String(s.clone())), serde_json::to_string(&s).unwrap_or_default());

@@ -12,7 +12,7 @@
 //!   verifier never falls back to another secret, and a Guardian answers
 //!   under the label the request named.
 
-use crate::jcs::canonicalize;
+use crate::jcs::canonicalize_omitting;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
@@ -77,23 +77,13 @@ pub fn session_key(secret: &[u8], session_id: &str) -> [u8; 32] {
 /// The canonical text a request signature covers: the JCS of the whole
 /// envelope with `params.signature` removed.
 pub fn request_signing_input(req: &Value) -> String {
-    let mut v = req.clone();
-    if let Some(p) = v.get_mut("params").and_then(Value::as_object_mut) {
-        p.remove("signature");
-    }
-    canonicalize(&v)
+    canonicalize_omitting(req, &[&["params", "signature"]])
 }
 
 /// The canonical text a response signature covers: the JCS of the whole
 /// response with `result.signature` and `error.signature` removed.
 pub fn response_signing_input(resp: &Value) -> String {
-    let mut v = resp.clone();
-    for side in ["result", "error"] {
-        if let Some(m) = v.get_mut(side).and_then(Value::as_object_mut) {
-            m.remove("signature");
-        }
-    }
-    canonicalize(&v)
+    canonicalize_omitting(resp, &[&["result", "signature"], &["error", "signature"]])
 }
 
 fn signature(key_id: &str, key: &[u8], input: &str) -> Value {

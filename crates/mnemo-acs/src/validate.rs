@@ -10,6 +10,7 @@
 //! verdict against the official schemas with the `jsonschema` crate.
 
 use serde_json::{Map, Value};
+use std::fmt::Write as _;
 use std::sync::OnceLock;
 
 /// A schema violation: where (JSON Pointer into the checked document) and why.
@@ -866,6 +867,10 @@ fn type_name(v: &Value) -> &'static str {
 
 fn push_token(path: &mut String, token: &str) {
     path.push('/');
+    if !token.contains(['~', '/']) {
+        path.push_str(token);
+        return;
+    }
     for c in token.chars() {
         match c {
             '~' => path.push_str("~0"),
@@ -1008,7 +1013,7 @@ fn check(node: &Node, value: &Value, path: &mut String) -> Result<(), Validation
             }
             for (i, item) in a.iter().enumerate() {
                 let len = path.len();
-                push_token(path, &i.to_string());
+                let _ = write!(path, "/{i}");
                 check(items, item, path)?;
                 path.truncate(len);
             }
@@ -1099,7 +1104,7 @@ fn check_object(
         ));
     }
     for r in required {
-        if !map.contains_key(*r) {
+        if member(map, r).is_none() {
             let len = path.len();
             push_token(path, r);
             let e = err(path, "is required");
@@ -1108,7 +1113,7 @@ fn check_object(
         }
     }
     for (name, node) in props {
-        if let Some(v) = map.get(*name) {
+        if let Some(v) = member(map, name) {
             let len = path.len();
             push_token(path, name);
             check(node, v, path)?;
@@ -1132,6 +1137,16 @@ fn check_object(
             }
             Ok(())
         }
+    }
+}
+
+/// `map.get(name)`; a small object is searched by comparing names, which
+/// costs less than hashing `name` (keys are unique, so the answer is the same).
+pub fn member<'a>(map: &'a Map<String, Value>, name: &str) -> Option<&'a Value> {
+    if map.len() <= 8 {
+        map.iter().find(|(k, _)| k.as_str() == name).map(|(_, v)| v)
+    } else {
+        map.get(name)
     }
 }
 

@@ -7,7 +7,12 @@
 //! of three summaries, each run a new phase (a real append), and prints the
 //! median, min and max.
 //!
-//! Usage: `gate_bench [N…] [--runs R]` (default 1000 10000 100000, R = 15).
+//! With `--log-mb M` the bank's gate log (`_xref/gate-log.jsonl`) starts
+//! with M MB of earlier gates' lines: a gate appends its line without
+//! reading or rewriting the log, so its cost does not grow with it.
+//!
+//! Usage: `gate_bench [N…] [--runs R] [--log-mb M]` (default 1000 10000
+//! 100000, R = 15, M = 0).
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -56,6 +61,28 @@ fn build(root: &Path, n: usize) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
+/// `mb` MB of gate-log lines (records of earlier gates, numbered).
+fn prefill_log(root: &Path, mb: usize) -> Result<(), Box<dyn std::error::Error>> {
+    let mut log = String::with_capacity(mb * 1_000_000 + 2_000);
+    let mut seq = 0u64;
+    while log.len() < mb * 1_000_000 {
+        seq += 1;
+        let line = serde_json::json!({
+            "version": 1, "seq": seq, "date": "2026-01-01", "phase": format!("{seq}"),
+            "from": ["hermes"], "to": ["themis"], "feature": "bench",
+            "confirmation": format!("Compression complete: 3 entries (phase {seq}) {}", "x".repeat(700)),
+            "xrefs_added": 2,
+            "budget": {"base_half_lines": 40, "carry_in_half_lines": 0, "allocated_half_lines": 40,
+                "used_half_lines": 12, "carried_half_lines": 5, "over_budget": false},
+            "flags": [], "entries": [], "skipped": [], "c7": null
+        });
+        log.push_str(&line.to_string());
+        log.push('\n');
+    }
+    std::fs::write(root.join("_xref/gate-log.jsonl"), log)?;
+    Ok(())
+}
+
 fn inputs() -> Vec<Input> {
     let recs = [
         (
@@ -84,10 +111,13 @@ fn inputs() -> Vec<Input> {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut sizes = Vec::new();
     let mut runs = 15usize;
+    let mut log_mb = 0usize;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         if a == "--runs" {
             runs = args.next().ok_or("--runs needs a number")?.parse()?;
+        } else if a == "--log-mb" {
+            log_mb = args.next().ok_or("--log-mb needs a number")?.parse()?;
         } else {
             sizes.push(a.parse::<usize>()?);
         }
@@ -103,6 +133,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let dir = std::env::temp_dir().join(format!("mnemo-gate-bench-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         build(&dir, n)?;
+        if log_mb > 0 {
+            prefill_log(&dir, log_mb)?;
+        }
         let bank = Bank::new(&dir);
         let size = std::fs::metadata(dir.join("01-active-context.md"))?.len();
         let mut times: Vec<Duration> = Vec::with_capacity(runs);

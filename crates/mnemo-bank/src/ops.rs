@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
+use mnemo_compress::gatelog;
 use mnemo_compress::plan::{self, BankTexts, FileChange, FileText, GateRequest, PlanError};
 use mnemo_compress::preflight::ArtifactType;
 use mnemo_compress::render::{self, EntryKey, handoff_prompt};
@@ -300,6 +301,16 @@ fn read_texts(bank: &Bank, rels: &[String]) -> Result<Read> {
         errors: HashMap::new(),
     };
     for rel in rels {
+        if plan::reads_tail(rel) {
+            match read_log_tail(bank, rel) {
+                Ok(t) => r.texts.insert(rel.clone(), t),
+                Err(e) => {
+                    r.texts.insert(rel.clone(), FileText::Unreadable);
+                    r.errors.insert(rel.clone(), e);
+                }
+            }
+            continue;
+        }
         match bank.read(rel) {
             Ok(Some(t)) => r.texts.insert(rel.clone(), FileText::Text(t)),
             Ok(None) => r.texts.insert(rel.clone(), FileText::Absent),
@@ -310,6 +321,18 @@ fn read_texts(bank: &Bank, rels: &[String]) -> Result<Read> {
         }
     }
     Ok(r)
+}
+
+/// An append-only file read from its end, or whole when its end is not
+/// enough ([`gatelog::tail_suffices`]).
+fn read_log_tail(bank: &Bank, rel: &str) -> Result<FileText> {
+    let path = bank.path(rel);
+    match txn::read_tail(&path, gatelog::TAIL_BYTES) {
+        Ok((len, text)) if gatelog::tail_suffices(len, &text) => Ok(FileText::Tail { len, text }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(FileText::Absent),
+        // Read whole (with the bank's own errors: a directory, bad UTF-8).
+        _ => Ok(bank.read(rel)?.map_or(FileText::Absent, FileText::Text)),
+    }
 }
 
 impl Read {
@@ -330,6 +353,7 @@ fn to_change(c: FileChange) -> Change {
     match c {
         FileChange::Write { rel, content } => Change::Write { rel, content },
         FileChange::Delete { rel } => Change::Delete { rel },
+        FileChange::Append { rel, content } => Change::Append { rel, content },
     }
 }
 
@@ -428,7 +452,7 @@ fn gate_with(
                 Change::Delete { rel } => !planned
                     .skipped_sources
                     .contains(bank.path(rel).display().to_string().as_str()),
-                Change::Write { .. } => true,
+                Change::Write { .. } | Change::Append { .. } => true,
             })
             .cloned(),
     );

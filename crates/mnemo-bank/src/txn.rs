@@ -91,13 +91,23 @@ pub enum Change {
         /// Bank-relative path.
         rel: String,
     },
+    /// Append bytes to the file (absent: create it with them). The file
+    /// is not rewritten: the journal records its old length, so a rollback
+    /// truncates it back and a roll-forward truncates a torn append before
+    /// writing the bytes again.
+    Append {
+        /// Bank-relative path.
+        rel: String,
+        /// The bytes to add.
+        content: String,
+    },
 }
 
 impl Change {
     /// The bank-relative path.
     pub fn rel(&self) -> &str {
         match self {
-            Change::Write { rel, .. } | Change::Delete { rel } => rel,
+            Change::Write { rel, .. } | Change::Delete { rel } | Change::Append { rel, .. } => rel,
         }
     }
 }
@@ -139,12 +149,22 @@ enum JournalOp {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         backup: Option<String>,
     },
+    /// `data` goes at byte `len` of `target` (its length before the
+    /// commit): forward truncates to `len` and writes `data`, back
+    /// truncates to `len`; both can be repeated.
+    Append {
+        target: String,
+        len: u64,
+        data: String,
+    },
 }
 
 impl JournalOp {
     fn target(&self) -> &str {
         match self {
-            JournalOp::Rename { target, .. } | JournalOp::Delete { target, .. } => target,
+            JournalOp::Rename { target, .. }
+            | JournalOp::Delete { target, .. }
+            | JournalOp::Append { target, .. } => target,
         }
     }
 
@@ -153,8 +173,81 @@ impl JournalOp {
             JournalOp::Rename { backup, .. } | JournalOp::Delete { backup, .. } => {
                 backup.as_deref()
             }
+            JournalOp::Append { .. } => None,
         }
     }
+}
+
+/// Bytes of a file's end [`commit`] reads to match an append's line
+/// endings.
+const APPEND_TAIL: u64 = 64 * 1024;
+
+/// The last bytes of `path` (at most `max`), from the start of a line
+/// (the whole file when it is shorter), as text; a cut inside a UTF-8
+/// sequence is skipped with the partial line.
+pub fn read_tail(path: &Path, max: u64) -> std::io::Result<(u64, String)> {
+    use std::io::{Read as _, Seek as _, SeekFrom};
+    let mut f = File::open(path)?;
+    let len = f.metadata()?.len();
+    let from = len.saturating_sub(max);
+    f.seek(SeekFrom::Start(from))?;
+    let mut buf = Vec::with_capacity(usize::try_from(len - from).unwrap_or(0));
+    f.read_to_end(&mut buf)?;
+    let start = if from == 0 {
+        0
+    } else {
+        // The first line may be cut: start after its end.
+        memchr_nl(&buf).map_or(buf.len(), |i| i + 1)
+    };
+    buf.drain(..start);
+    let text = String::from_utf8(buf)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+    Ok((len, text))
+}
+
+fn memchr_nl(b: &[u8]) -> Option<usize> {
+    b.iter().position(|&c| c == b'\n')
+}
+
+/// Truncates `path` to `len` bytes when it is longer, and fsyncs it.
+fn truncate_to(path: &Path, len: u64) -> Result<()> {
+    let f = OpenOptions::new()
+        .write(true)
+        .open(path)
+        .map_err(|e| BankError::io(path, e))?;
+    let now = f.metadata().map_err(|e| BankError::io(path, e))?.len();
+    if now > len {
+        f.set_len(len).map_err(|e| BankError::io(path, e))?;
+        f.sync_all().map_err(|e| BankError::io(path, e))?;
+    }
+    Ok(())
+}
+
+/// Writes `data` at byte `len` of `path` (truncating a torn earlier
+/// attempt first) and fsyncs it. A file shorter than `len` is not the one
+/// the journal was written for: refused.
+fn append_at(path: &Path, len: u64, data: &[u8]) -> Result<()> {
+    use std::io::{Seek as _, SeekFrom};
+    let mut f = OpenOptions::new()
+        .write(true)
+        .open(path)
+        .map_err(|e| BankError::io(path, e))?;
+    let now = f.metadata().map_err(|e| BankError::io(path, e))?.len();
+    if now < len {
+        return Err(BankError::io(
+            path,
+            std::io::Error::other(format!(
+                "the file is {now} bytes, shorter than the {len} bytes the journal appends after"
+            )),
+        ));
+    }
+    if now > len {
+        f.set_len(len).map_err(|e| BankError::io(path, e))?;
+    }
+    f.seek(SeekFrom::Start(len))
+        .and_then(|_| f.write_all(data))
+        .and_then(|()| f.sync_all())
+        .map_err(|e| BankError::io(path, e))
 }
 
 /// The held bank lock (`.tmp/compress.lock`, `flock`); released on drop.
@@ -451,6 +544,37 @@ pub fn commit(bank: &Bank, _lock: &BankLock, changes: &[Change]) -> Result<Vec<S
                 check_replaceable(bank, rel, m)?;
                 effective.push((c.clone(), true));
             }
+            Change::Append { rel, content } => {
+                if content.is_empty() {
+                    continue;
+                }
+                let Some(m) = &meta else {
+                    // A new file: written like any other.
+                    validate(rel, content).map_err(|m| {
+                        BankError::invalid(bank.path(rel), None, format!("new content {m}"))
+                    })?;
+                    effective.push((
+                        Change::Write {
+                            rel: rel.clone(),
+                            content: content.clone(),
+                        },
+                        false,
+                    ));
+                    continue;
+                };
+                check_replaceable(bank, rel, m)?;
+                // CRLF lines get CRLF (judged on the file's last lines).
+                let path = bank.path(rel);
+                let (_, tail) =
+                    read_tail(&path, APPEND_TAIL).map_err(|e| BankError::io(&path, e))?;
+                effective.push((
+                    Change::Append {
+                        rel: rel.clone(),
+                        content: match_line_endings(&tail, content.clone()),
+                    },
+                    true,
+                ));
+            }
         }
     }
     if effective.is_empty() {
@@ -468,6 +592,19 @@ pub fn commit(bank: &Bank, _lock: &BankLock, changes: &[Change]) -> Result<Vec<S
             let dir = parent_of(&target);
             if !dirs.contains(&dir) {
                 dirs.push(dir.clone());
+            }
+            if let Change::Append { content, .. } = c {
+                // No staged file and no backup (a hard link would share
+                // the bytes): the journal holds the old length and the data.
+                let len = std::fs::metadata(&target)
+                    .map_err(|e| BankError::io(&target, e))?
+                    .len();
+                ops.push(JournalOp::Append {
+                    target: rel.to_string(),
+                    len,
+                    data: content.clone(),
+                });
+                continue;
             }
             let mut staged = None;
             if let Change::Write { content, .. } = c {
@@ -671,6 +808,10 @@ fn roll_forward(bank: &Bank, journal: &Journal) -> Result<()> {
                     Err(e) => return Err(BankError::io(&target, e)),
                 }
             }
+            JournalOp::Append { len, data, .. } => {
+                step(&format!("append to {}", op.target()))?;
+                append_at(&target, *len, data.as_bytes())?;
+            }
         }
         let dir = parent_of(&target);
         if !dirs.contains(&dir) {
@@ -715,6 +856,11 @@ fn roll_back(bank: &Bank, journal: &Journal) -> Result<()> {
                     }
                 } else if std::fs::symlink_metadata(&target).is_ok_and(|m| m.is_file()) {
                     remove_if_present(&target)?;
+                }
+            }
+            JournalOp::Append { len, .. } => {
+                if std::fs::symlink_metadata(&target).is_ok_and(|m| m.is_file()) {
+                    truncate_to(&target, *len)?;
                 }
             }
             JournalOp::Delete { .. } => {
@@ -981,6 +1127,119 @@ mod tests {
         assert!(left.is_empty(), "{left:?}");
         // A second recovery has nothing to do.
         assert!(recover(&bank, &l).unwrap().is_empty());
+    }
+
+    /// An append lands in place: the file is not replaced (same inode),
+    /// a re-commit of nothing changes nothing, and a new file is created.
+    #[test]
+    fn an_append_extends_the_file_in_place() {
+        use std::os::unix::fs::MetadataExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let bank = Bank::new(root);
+        let l = lock(&bank, Duration::from_secs(5)).unwrap();
+        let append = |content: &str| Change::Append {
+            rel: "_xref/log.jsonl".into(),
+            content: content.into(),
+        };
+        assert_eq!(
+            commit(&bank, &l, &[append("{\"a\":1}\n")]).unwrap().len(),
+            1
+        );
+        let ino = std::fs::metadata(root.join("_xref/log.jsonl"))
+            .unwrap()
+            .ino();
+        let changed = commit(
+            &bank,
+            &l,
+            &[
+                Change::Write {
+                    rel: "a.md".into(),
+                    content: "# A\n".into(),
+                },
+                append("{\"b\":2}\n"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(changed, ["a.md", "_xref/log.jsonl"]);
+        let log = root.join("_xref/log.jsonl");
+        assert_eq!(
+            std::fs::read_to_string(&log).unwrap(),
+            "{\"a\":1}\n{\"b\":2}\n"
+        );
+        assert_eq!(std::fs::metadata(&log).unwrap().ino(), ino);
+        assert!(commit(&bank, &l, &[append("")]).unwrap().is_empty());
+        // A CRLF log gets CRLF lines.
+        std::fs::write(&log, "x\r\ny\r\n").unwrap();
+        commit(&bank, &l, &[append("z\n")]).unwrap();
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), "x\r\ny\r\nz\r\n");
+        let left: Vec<_> = walk(root)
+            .into_iter()
+            .filter(|p| p.to_string_lossy().contains(".mnemo-"))
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
+    }
+
+    /// A crash in the middle of an append (part of the line written, the
+    /// journal in place): recovery cuts the torn bytes and writes the whole
+    /// line; a journal marked for rollback cuts the file back to its old
+    /// length; a file shorter than the journal says is refused, and the
+    /// rollback leaves it alone.
+    #[test]
+    fn a_torn_append_is_finished_or_cut_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let bank = Bank::new(root);
+        let l = lock(&bank, Duration::from_secs(5)).unwrap();
+        let log = root.join("log.jsonl");
+        let journal = |state: &str, len: u64| {
+            format!(
+                r#"{{"version":2,"state":"{state}","ops":[{{"op":"append","target":"log.jsonl","len":{len},"data":"{{\"b\":2}}\n"}}]}}"#
+            )
+        };
+        std::fs::create_dir_all(root.join(TMP_DIR)).unwrap();
+        // Forward: the torn `{"b` is replaced by the whole line.
+        std::fs::write(&log, "{\"a\":1}\n{\"b").unwrap();
+        std::fs::write(root.join(JOURNAL), journal("forward", 8)).unwrap();
+        let r = recover(&bank, &l).unwrap();
+        assert_eq!(r.rolled_forward, 1);
+        assert_eq!(
+            std::fs::read_to_string(&log).unwrap(),
+            "{\"a\":1}\n{\"b\":2}\n"
+        );
+        assert!(!root.join(JOURNAL).exists());
+        // Back: cut to the old length.
+        std::fs::write(root.join(JOURNAL), journal("rollback", 8)).unwrap();
+        let r = recover(&bank, &l).unwrap();
+        assert!(r.rolled_back_commit.is_some());
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), "{\"a\":1}\n");
+        // A file shorter than the journal's length: the append is refused
+        // and rolled back, which leaves the shorter file as it is.
+        std::fs::write(&log, "{\"a\"").unwrap();
+        std::fs::write(root.join(JOURNAL), journal("forward", 8)).unwrap();
+        let r = recover(&bank, &l).unwrap();
+        let why = r.rolled_back_commit.expect("refused");
+        assert!(why.contains("shorter"), "{why}");
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), "{\"a\"");
+        assert!(!root.join(JOURNAL).exists());
+    }
+
+    /// The end of a file from a line start, or all of a short file.
+    #[test]
+    fn tails_start_at_a_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f");
+        std::fs::write(&p, "first line\nsecond\nthird\n").unwrap();
+        assert_eq!(
+            read_tail(&p, 100).unwrap(),
+            (24, "first line\nsecond\nthird\n".into())
+        );
+        assert_eq!(read_tail(&p, 10).unwrap(), (24, "third\n".into()));
+        assert_eq!(read_tail(&p, 13).unwrap(), (24, "third\n".into()));
+        assert_eq!(read_tail(&p, 14).unwrap(), (24, "second\nthird\n".into()));
+        // A cut inside a multi-byte character is skipped with its line.
+        std::fs::write(&p, "ééé\nx\n").unwrap();
+        assert_eq!(read_tail(&p, 5).unwrap().1, "x\n");
     }
 
     /// An old (version 1) journal has no backups: when it cannot be

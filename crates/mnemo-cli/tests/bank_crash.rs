@@ -304,11 +304,18 @@ fn kill_minus_nine_and_errors_at_every_step_are_all_or_nothing() {
             gate_fails: false,
         });
     }
-    // An error at the last rename, then the rollback killed at each of
-    // its steps: the next recovery finishes the rollback.
+    // The gate log's line is appended in place (no staged file, no
+    // backup): the journal holds its old length.
+    assert!(
+        all.iter()
+            .any(|(_, w)| w == "append to _xref/gate-log.jsonl"),
+        "{all:?}"
+    );
+    // An error at the last rename or append, then the rollback killed at
+    // each of its steps: the next recovery finishes the rollback.
     let last_rename = all
         .iter()
-        .filter(|(_, w)| w.starts_with("rename over"))
+        .filter(|(_, w)| w.starts_with("rename over") || w.starts_with("append to"))
         .map(|(n, _)| *n)
         .max()
         .unwrap();

@@ -7,8 +7,10 @@
 //! explain, sizes in characters and o200k tokens, the facts of the input the
 //! entry kept and dropped, the inputs the preflight skipped, what C7
 //! trimmed) and [`append`] turns it into one more change of the same plan, so
-//! the line lands in the gate's own commit (staged, fsynced, renamed with the
-//! other files) or not at all.
+//! the line lands in the gate's own commit or not at all. The change is a
+//! [`FileChange::Append`]: the log is never rewritten, and the plan needs
+//! only its end ([`crate::plan::reads_tail`], [`next_seq`]), so a gate's
+//! cost does not grow with the log.
 //!
 //! **Re-runs append nothing.** A record is appended only when some other
 //! change of the plan changes a byte of the bank; a gate re-run on the same
@@ -409,44 +411,97 @@ fn trim_of(input: &RecordInput<'_>, outcome: &GateOutcome) -> Option<TrimLog> {
 /// deletes a file it holds). A file the caller did not read counts as
 /// changed.
 pub fn changes_bank(texts: &BankTexts, changes: &[FileChange]) -> bool {
+    // Two texts without a `\r` (memchr) that differ differ after the
+    // CRLF → LF normalisation too: no copy of a large file.
+    let has_cr = |s: &str| memchr::memchr(b'\r', s.as_bytes()).is_some();
     let norm = |s: &str| s.replace("\r\n", "\n");
     changes.iter().any(|c| match c {
         FileChange::Write { rel, content } => match texts.get(rel) {
-            Ok(Some(old)) => old != content && norm(old) != norm(content),
+            Ok(Some(old)) => {
+                old != content && (!(has_cr(old) || has_cr(content)) || norm(old) != norm(content))
+            }
             Ok(None) | Err(_) => true,
         },
         FileChange::Delete { rel } => !matches!(texts.get(rel), Ok(None)),
+        FileChange::Append { content, .. } => !content.is_empty(),
     })
 }
 
-/// The log with `rec` appended, when `changes` change the bank (else
-/// `None`: a re-run appends nothing). Sets `rec.seq`. The log must have
-/// been read ([`crate::plan::gate_reads`] names it).
+/// The change that appends `rec` to the log, when `changes` change the
+/// bank (else `None`: a re-run appends nothing). Sets `rec.seq`. The log
+/// must have been read, whole or its end ([`crate::plan::reads_tail`]).
 pub fn append(
     texts: &BankTexts,
     changes: &[FileChange],
     rec: &mut GateRecord,
     clean: Clean<'_>,
 ) -> Result<Option<FileChange>, PlanError> {
-    let old = texts.get(GATE_LOG)?;
+    let tail = texts.tail(GATE_LOG)?;
     if !changes_bank(texts, changes) {
         return Ok(None);
     }
-    let old = old.unwrap_or_default();
-    let lines = old.lines().filter(|l| !l.trim().is_empty()).count();
-    rec.seq = u64::try_from(lines).unwrap_or(u64::MAX).saturating_add(1);
+    let (seq, ends_open) = match tail {
+        None => (1, false),
+        Some((len, text)) => (
+            next_seq(len, text).ok_or_else(|| PlanError::NotRead {
+                rel: GATE_LOG.to_string(),
+            })?,
+            !text.is_empty() && !text.ends_with('\n'),
+        ),
+    };
+    rec.seq = seq;
     let line = to_line(rec, clean);
-    let mut content = String::with_capacity(old.len() + line.len() + 1);
-    content.push_str(old);
-    if !content.is_empty() && !content.ends_with('\n') {
+    let mut content = String::with_capacity(line.len() + 2);
+    if ends_open {
         content.push('\n');
     }
     content.push_str(&line);
     content.push('\n');
-    Ok(Some(FileChange::Write {
+    Ok(Some(FileChange::Append {
         rel: GATE_LOG.to_string(),
         content,
     }))
+}
+
+/// Bytes of the log's end a gate reads ([`crate::plan::FileText::Tail`]):
+/// many lines of any gate mnemo writes.
+pub const TAIL_BYTES: u64 = 256 * 1024;
+
+/// The `seq` of the next line: the number of non-blank lines plus one.
+/// From the whole log it is counted; from its end (`text` shorter than
+/// `len`) it is the last readable record's `seq` plus the non-blank lines
+/// after it, the same number in a log mnemo wrote (its `seq` is its line
+/// number). `None`: the end holds no readable record (then the whole log
+/// must be read, [`tail_suffices`]).
+pub fn next_seq(len: u64, text: &str) -> Option<u64> {
+    let count = |t: &str| t.lines().filter(|l| !l.trim().is_empty()).count() as u64;
+    if text.len() as u64 >= len {
+        return Some(count(text).saturating_add(1));
+    }
+    #[derive(Deserialize)]
+    struct Seq {
+        version: u32,
+        seq: u64,
+    }
+    let mut after = 0u64;
+    for line in text.lines().rev() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Seq>(line) {
+            Ok(r) if r.version == GATE_LOG_VERSION => {
+                return Some(r.seq.saturating_add(after).saturating_add(1));
+            }
+            _ => after += 1,
+        }
+    }
+    None
+}
+
+/// Whether the end of a log read ([`TAIL_BYTES`]) is enough to append to
+/// it: the whole log, or an end with a readable record.
+pub fn tail_suffices(len: u64, text: &str) -> bool {
+    next_seq(len, text).is_some()
 }
 
 /// One line of JSON (no newline), every string scrubbed on its own.

@@ -180,15 +180,20 @@ pub fn first_words(s: &str, n: usize) -> String {
             None => head,
         }
     };
+    trim_dangling(cut).to_string()
+}
+
+/// `cut` without trailing separators (`,`, `;`, `:`, `—`), an HTTP method
+/// left without its path (half a fact) or a dangling function word
+/// (`security of`) at its end.
+pub fn trim_dangling(cut: &str) -> &str {
     let mut cut = cut.trim_end_matches([',', ';', ':', ' ', '—', '-']);
-    // A method whose path was left out is half a fact: it goes too.
-    // So does a dangling function word (`security of`).
     while let Some((rest, last)) = cut.rsplit_once(' ')
         && (HTTP_METHODS.contains(&last) || DANGLING.contains(&last.to_lowercase().as_str()))
     {
         cut = rest.trim_end_matches([',', ';', ':', ' ', '—', '-']);
     }
-    cut.to_string()
+    cut
 }
 
 const HTTP_METHODS: &[&str] = &["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"];

@@ -161,7 +161,15 @@ pub fn compress_phase(
         let facts = extract(&r.scoring_text(), &r.files_changed);
         refs.extend(detect(r, ea.band, &phase, &agent, &facts));
         let shown = pair_mask.with_variant(config, from, to.unwrap_or("*"));
-        let said = format!("{} {}", summary.title, summary.lines().join(" "));
+        let task = tasks.get(index).cloned().flatten();
+        // What the entry says: its lines, and its title when the head line
+        // shows it (a field the text states is not repeated).
+        let said = match crate::render::shown_title(&summary, task.as_deref()) {
+            Some(t) if matches!(summary.body, Body::Critical { .. } | Body::High { .. }) => {
+                format!("{t} {}", summary.lines().join(" "))
+            }
+            _ => summary.lines().join(" "),
+        };
         let fields = entry_fields(r, &shown, &said);
         let mut view = EntryView {
             agent,
@@ -173,7 +181,7 @@ pub fn compress_phase(
             status: r.status,
             summary,
             source_summary: r.summary.clone(),
-            task: tasks.get(index).cloned().flatten(),
+            task,
             fields,
             tokens: EntryTokens::default(),
         };

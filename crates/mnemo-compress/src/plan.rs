@@ -24,7 +24,7 @@ use mnemo_score::{Band, Engine};
 use serde::Serialize;
 
 use crate::budget::HalfLines;
-use crate::completed::{self, Item, NewEntry, TrimCandidate, UpsertReport, Upserted};
+use crate::completed::{self, Item, NewEntry, Span, TrimCandidate, UpsertReport, Upserted};
 use crate::gatelog;
 use crate::layout::{
     ACTIVE_CONTEXT, COMPLETED_PHASES, COMPLETED_PLANS, JOURNAL, LOCK_FILE, NEXT_ID, PROGRESS_LOG,
@@ -60,6 +60,22 @@ pub enum FileText {
     /// It could not be read; the caller keeps the error and gives it when
     /// the plan says it needs this file ([`PlanError::Unreadable`]).
     Unreadable,
+    /// The end of an append-only file ([`reads_tail`]): its length in
+    /// bytes and its last lines, from the start of a line (the whole file
+    /// when `text.len() == len`).
+    Tail {
+        /// The file's length in bytes.
+        len: u64,
+        /// Its last bytes, from a line start.
+        text: String,
+    },
+}
+
+/// Whether a plan reads `rel` only from its end ([`FileText::Tail`]): the
+/// gate log, which a gate appends one line to, so that a gate's cost does
+/// not grow with the log.
+pub fn reads_tail(rel: &str) -> bool {
+    rel == gatelog::GATE_LOG
 }
 
 /// The bank's current files, by bank-relative path.
@@ -102,6 +118,19 @@ impl BankTexts {
     pub fn get(&self, rel: &str) -> Result<Option<&str>, PlanError> {
         match self.files.get(rel) {
             Some(FileText::Text(t)) => Ok(Some(t)),
+            Some(FileText::Tail { len, text }) if text.len() as u64 == *len => Ok(Some(text)),
+            Some(FileText::Absent) => Ok(None),
+            Some(FileText::Unreadable) => Err(PlanError::Unreadable { rel: rel.into() }),
+            Some(FileText::Tail { .. }) | None => Err(PlanError::NotRead { rel: rel.into() }),
+        }
+    }
+
+    /// The end of `rel`: its length in bytes and its last lines (all of
+    /// them when the whole file was read); `None`: absent.
+    pub fn tail(&self, rel: &str) -> Result<Option<(u64, &str)>, PlanError> {
+        match self.files.get(rel) {
+            Some(FileText::Text(t)) => Ok(Some((t.len() as u64, t))),
+            Some(FileText::Tail { len, text }) => Ok(Some((*len, text))),
             Some(FileText::Absent) => Ok(None),
             Some(FileText::Unreadable) => Err(PlanError::Unreadable { rel: rel.into() }),
             None => Err(PlanError::NotRead { rel: rel.into() }),
@@ -117,6 +146,23 @@ impl BankTexts {
                     self.insert(rel.clone(), FileText::Text(content.clone()));
                 }
                 FileChange::Delete { rel } => self.insert(rel.clone(), FileText::Absent),
+                FileChange::Append { rel, content } => {
+                    let next = match self.files.remove(rel) {
+                        Some(FileText::Text(mut t)) => {
+                            t.push_str(content);
+                            FileText::Text(t)
+                        }
+                        Some(FileText::Tail { len, mut text }) => {
+                            text.push_str(content);
+                            FileText::Tail {
+                                len: len + content.len() as u64,
+                                text,
+                            }
+                        }
+                        _ => FileText::Text(content.clone()),
+                    };
+                    self.insert(rel.clone(), next);
+                }
             }
         }
     }
@@ -162,13 +208,23 @@ pub enum FileChange {
         /// Bank-relative path.
         rel: String,
     },
+    /// Append bytes to the file (create it when absent): the gate log's
+    /// new line, committed without rewriting the log.
+    Append {
+        /// Bank-relative path.
+        rel: String,
+        /// The bytes to add at its end.
+        content: String,
+    },
 }
 
 impl FileChange {
     /// Its bank-relative path.
     pub fn rel(&self) -> &str {
         match self {
-            FileChange::Write { rel, .. } | FileChange::Delete { rel } => rel,
+            FileChange::Write { rel, .. }
+            | FileChange::Delete { rel }
+            | FileChange::Append { rel, .. } => rel,
         }
     }
 }
@@ -929,7 +985,9 @@ struct Trimmed {
 }
 
 fn entry_band(first_line: &str) -> Option<(Band, u32, bool)> {
-    let rest = first_line.split_once("** — ")?.1;
+    const SEP: &str = "** — ";
+    let at = completed::find_bytes(first_line, SEP)?;
+    let rest = &first_line[at + SEP.len()..];
     let mut it = rest.split_whitespace();
     let band = match it.next()? {
         "CRITICAL" => Band::Critical,
@@ -940,18 +998,46 @@ fn entry_band(first_line: &str) -> Option<(Band, u32, bool)> {
     };
     let score = it.next().unwrap_or("0");
     let (w, f) = score.split_once('.').unwrap_or((score, "0"));
-    let frac: String = f.chars().take(2).collect();
-    let frac = format!("{frac:0<2}").parse::<u32>().unwrap_or(0);
+    // The first two characters of the fraction, right-padded with `0`
+    // (`5` is 50), parsed (no allocation: a gate measures every entry).
+    let mut buf = [0u8; 8];
+    let mut n = 0;
+    let mut chars = 0;
+    for c in f.chars().take(2) {
+        n += c.encode_utf8(&mut buf[n..]).len();
+        chars += 1;
+    }
+    for _ in chars..2 {
+        buf[n] = b'0';
+        n += 1;
+    }
+    let frac = std::str::from_utf8(&buf[..n])
+        .ok()
+        .and_then(|t| t.parse::<u32>().ok())
+        .unwrap_or(0);
     let n = w
         .parse::<u32>()
         .unwrap_or(0)
         .saturating_mul(10_000)
         .saturating_add(frac.saturating_mul(100));
-    Some((band, n, rest.contains("(trimmed)")))
+    let trimmed = completed::find_bytes(rest, "(trimmed)").is_some();
+    Some((band, n, trimmed))
 }
 
 fn non_blank_lines(s: &str) -> u32 {
     u32::try_from(s.lines().filter(|l| !l.trim().is_empty()).count()).unwrap_or(u32::MAX)
+}
+
+/// An entry's band, score and size in the section, as C7 counts them.
+fn entry_measure(text: &str) -> (Band, u32, HalfLines) {
+    let first = text.lines().next().unwrap_or_default();
+    let (band, score, trimmed) = entry_band(first).unwrap_or((Band::High, 0, false));
+    let size = if band == Band::Low || trimmed {
+        HalfLines(1)
+    } else {
+        HalfLines::lines(non_blank_lines(text))
+    };
+    (band, score, size)
 }
 
 /// Size in half-lines of a parsed `## Completed Phases` section, as C7
@@ -968,13 +1054,7 @@ fn measure(items: &[Item]) -> (HalfLines, Vec<TrimCandidate>, Vec<usize>) {
     for (i, it) in items.iter().enumerate() {
         match it {
             Item::Entry { key, text, .. } => {
-                let first = text.lines().next().unwrap_or_default();
-                let (band, score, trimmed) = entry_band(first).unwrap_or((Band::High, 0, false));
-                let sz = if band == Band::Low || trimmed {
-                    HalfLines(1)
-                } else {
-                    HalfLines::lines(non_blank_lines(text))
-                };
+                let (band, score, sz) = entry_measure(text);
                 size = size.plus(sz);
                 cands.push(TrimCandidate {
                     key: key.clone(),
@@ -988,6 +1068,27 @@ fn measure(items: &[Item]) -> (HalfLines, Vec<TrimCandidate>, Vec<usize>) {
         }
     }
     (size, cands, pos)
+}
+
+/// The section's size (as [`measure`] gives it) and whether C7 has
+/// anything it may trim (a LOW entry, or a MEDIUM entry longer than half
+/// a line), from the borrowed parse: [`completed::plan_trim`] plans
+/// nothing exactly when the size is within the cap or nothing may be
+/// trimmed, so a gate under no pressure copies no entry.
+fn measure_spans(spans: &[Span<'_>]) -> (HalfLines, bool) {
+    let mut size = HalfLines(0);
+    let mut trimmable = false;
+    for s in spans {
+        match s {
+            Span::Entry { text, .. } => {
+                let (band, _, sz) = entry_measure(text);
+                size = size.plus(sz);
+                trimmable |= band == Band::Low || (band == Band::Medium && sz > HalfLines(1));
+            }
+            Span::Other(o) => size = size.plus(HalfLines::lines(non_blank_lines(o))),
+        }
+    }
+    (size, trimmable)
 }
 
 fn shorten_medium(text: &str) -> String {
@@ -1019,6 +1120,10 @@ fn trim_section(
     let Some((_, b, e)) = find_section(text, COMPLETED_PHASES) else {
         return Ok(None);
     };
+    let (size, trimmable) = measure_spans(&completed::parse_spans(&text[b..e]));
+    if size <= cap || !trimmable {
+        return Ok(None);
+    }
     let mut items = completed::parse_section(&text[b..e]);
     let (size, cands, pos) = measure(&items);
     let plan = completed::plan_trim(&cands, size, cap);
@@ -1095,7 +1200,7 @@ pub fn plan_trim_only(
     match trim_section(texts, clean, text, cap, date)? {
         None => {
             let size = find_section(text, COMPLETED_PHASES)
-                .map(|(_, b, e)| measure(&completed::parse_section(&text[b..e])).0)
+                .map(|(_, b, e)| measure_spans(&completed::parse_spans(&text[b..e])).0)
                 .unwrap_or_default();
             Ok((
                 Vec::new(),
@@ -1430,6 +1535,7 @@ mod tests {
                     texts.get(rel).ok().flatten() != Some(content.as_str())
                 }
                 FileChange::Delete { rel } => texts.get(rel).ok().flatten().is_some(),
+                FileChange::Append { content, .. } => !content.is_empty(),
             })
             .map(|c| c.rel().to_string())
             .collect()

@@ -306,17 +306,21 @@ fn is_expanded(e: &EntryView) -> bool {
     matches!(e.summary.body, Body::Critical { .. } | Body::High { .. })
 }
 
-/// The title when it says something the first line does not (a task name,
-/// a lead sentence taken out of the lines); a title that only repeats the
-/// first words of the first line is left out.
-fn informative_title(e: &EntryView) -> Option<String> {
-    let t = e
-        .summary
+/// The title an expanded entry's head line shows: the summary's title
+/// when it says something the first line does not and names something
+/// (an identifier, a path, an upper-case name: `notifications API`), or
+/// when it is the task that tells one of an agent's several entries of the
+/// phase from the others. A title that only repeats the first words of the
+/// first line, or a lead that only announces the work ("Reviewed
+/// notifications: approved", when the verdict is in the fields), is left
+/// out. [`crate::pipeline`] counts only a shown title as said.
+pub fn shown_title(summary: &Summary, task: Option<&str>) -> Option<String> {
+    let t = summary
         .title
         .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ");
-    let first = e.summary.lines().first().copied().unwrap_or_default();
+    let first = summary.lines().first().copied().unwrap_or_default();
     let norm = |s: &str| {
         s.replace('`', "")
             .to_lowercase()
@@ -324,7 +328,8 @@ fn informative_title(e: &EntryView) -> Option<String> {
             .collect::<Vec<_>>()
             .join(" ")
     };
-    (!t.is_empty() && !norm(first).starts_with(&norm(&t))).then_some(t)
+    let names = task.is_some() || crate::extractive::carries_fact(&t);
+    (!t.is_empty() && names && !norm(first).starts_with(&norm(&t))).then_some(t)
 }
 
 /// The head of an entry: date (when not the artifact's), status, and for an
@@ -363,7 +368,7 @@ pub fn render_entry(e: &EntryView, zz_date: &str) -> String {
             // No score: the band is the section; the score is in
             // `## Completed Phases`.
             let _ = write!(o, "\n**{}**", e.agent);
-            if let Some(t) = informative_title(e) {
+            if let Some(t) = shown_title(&e.summary, e.task.as_deref()) {
                 let _ = write!(o, " — {t}");
             }
             for b in &bits {
@@ -438,9 +443,12 @@ pub fn render_zz(
         }
     }
     if !standard.is_empty() {
-        pe.push_str("\n### STANDARD (1-line)\n\n");
+        // GFM needs a header and a delimiter row; `|-|-|` is the shortest
+        // delimiter (12 o200k tokens fewer on the tuning half than padded
+        // dashes), and a table may follow its heading directly.
+        pe.push_str("\n### STANDARD (1-line)\n");
         pe.push_str("| Agent | Summary |\n");
-        pe.push_str("|-------|---------|\n");
+        pe.push_str("|-|-|\n");
         for e in standard {
             pe.push_str(&render_entry(e, date));
         }
@@ -680,6 +688,38 @@ mod tests {
         // sha256("2026-06-20|1|hermes|x")[:16]
         let full = Sha256::digest(b"2026-06-20|1|hermes|x");
         assert!(h.starts_with(&format!("{:02x}", full[0])));
+    }
+
+    #[test]
+    fn a_head_line_shows_a_title_that_names_something() {
+        let high = |title: &str| Summary {
+            title: title.to_string(),
+            body: Body::High {
+                what: "The default-deny NetworkPolicy is missing.".to_string(),
+                to_next: "Fix it before the cutover.".to_string(),
+            },
+            files: Vec::new(),
+        };
+        // An announcement that names nothing goes; the verdict and the
+        // issue count are the head line's fields.
+        assert_eq!(
+            shown_title(&high("Infrastructure review: two critical issues"), None),
+            None
+        );
+        assert_eq!(
+            shown_title(&high("notifications API"), None).as_deref(),
+            Some("notifications API")
+        );
+        // The task that tells an agent's entries apart stays, named or not.
+        assert_eq!(
+            shown_title(&high("sms provider"), Some("sms provider")).as_deref(),
+            Some("sms provider")
+        );
+        // A title that repeats the first line's first words goes.
+        assert_eq!(
+            shown_title(&high("The default-deny NetworkPolicy"), None),
+            None
+        );
     }
 
     #[test]

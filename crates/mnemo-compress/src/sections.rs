@@ -9,6 +9,17 @@ use crate::completed::{self, NewEntry, UpsertReport, Upserted};
 
 /// Byte ranges of a `## Title` section: `(heading_start, body_start, end)`.
 pub fn find_section(text: &str, title: &str) -> Option<(usize, usize, usize)> {
+    let bytes = text.as_bytes();
+    if memchr::memmem::find(bytes, b"```").is_none()
+        && memchr::memmem::find(bytes, b"~~~").is_none()
+    {
+        return find_section_unfenced(text, title);
+    }
+    find_section_scan(text, title)
+}
+
+/// [`find_section`], line by line, fences tracked.
+fn find_section_scan(text: &str, title: &str) -> Option<(usize, usize, usize)> {
     let mut pos = 0;
     let mut fence = false;
     let mut found: Option<(usize, usize)> = None;
@@ -28,6 +39,30 @@ pub fn find_section(text: &str, title: &str) -> Option<(usize, usize, usize)> {
         if let Some((h, b)) = found {
             if level1 || level2 {
                 return Some((h, b, start));
+            }
+            continue;
+        }
+        if level2 && t[2..].trim().eq_ignore_ascii_case(title) {
+            found = Some((start, pos));
+        }
+    }
+    found.map(|(h, b)| (h, b, text.len()))
+}
+
+/// [`find_section`] on a text without a code fence: only the lines that
+/// start with `#` (found by `memchr`) can be headings.
+fn find_section_unfenced(text: &str, title: &str) -> Option<(usize, usize, usize)> {
+    let bytes = text.as_bytes();
+    let mut found: Option<(usize, usize)> = None;
+    let starts = memchr::memchr_iter(b'#', bytes).filter(|&i| i == 0 || bytes[i - 1] == b'\n');
+    for start in starts {
+        let pos = memchr::memchr(b'\n', &bytes[start..]).map_or(text.len(), |i| start + i + 1);
+        let t = text[start..pos].trim_end();
+        let level1 = t.starts_with("# ") || t == "#";
+        let level2 = t.starts_with("## ") || t == "##";
+        if found.is_some() {
+            if level1 || level2 {
+                return found.map(|(h, b)| (h, b, start));
             }
             continue;
         }
@@ -101,6 +136,23 @@ pub fn upsert_section_each(
 /// Whether a progress-log heading line exists (outside code fences).
 pub fn has_heading(text: &str, heading: &str) -> bool {
     let want = heading.trim();
+    let bytes = text.as_bytes();
+    if !want.is_empty() && memchr::memmem::find(bytes, b"```").is_none() {
+        // No fence: a line that starts with the heading and has only
+        // white space after it (a progress log of 10,000 sections is
+        // searched once per entry of a gate).
+        return memchr::memmem::find_iter(bytes, want.as_bytes()).any(|at| {
+            let line_start = at == 0 || bytes[at - 1] == b'\n';
+            let end = at + want.len();
+            let eol = memchr::memchr(b'\n', &bytes[end..]).map_or(text.len(), |i| end + i);
+            line_start && text[end..eol].trim_end().is_empty()
+        });
+    }
+    has_heading_scan(text, want)
+}
+
+/// [`has_heading`], line by line, fences tracked.
+fn has_heading_scan(text: &str, want: &str) -> bool {
     let mut fence = false;
     for line in text.lines() {
         let t = line.trim_end();
@@ -190,6 +242,36 @@ mod tests {
         assert_eq!(&t[h..b], "## Completed phases\n");
         assert_eq!(&t[b..e], "x\n\n");
         assert!(find_section("# A\n", "Completed Phases").is_none());
+    }
+
+    proptest::proptest! {
+        /// The memchr paths give what the line-by-line scans give.
+        #[test]
+        fn unfenced_paths_agree_with_the_scan(
+            lines in proptest::collection::vec(
+                "(#|##|###|# |## |  ## |x|##x)?[ a-zA-Z]{0,6}(\r)?", 0..12),
+            title in "(Completed Phases|a|A b| x)",
+            last_newline: bool,
+        ) {
+            let mut text = lines.join("\n");
+            if last_newline {
+                text.push('\n');
+            }
+            proptest::prop_assert_eq!(
+                find_section_unfenced(&text, &title),
+                find_section_scan(&text, &title)
+            );
+            for l in &lines {
+                proptest::prop_assert_eq!(
+                    has_heading(&text, l),
+                    has_heading_scan(&text, l.trim())
+                );
+            }
+            proptest::prop_assert_eq!(
+                has_heading(&text, &title),
+                has_heading_scan(&text, title.trim())
+            );
+        }
     }
 
     #[test]

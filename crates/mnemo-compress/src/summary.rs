@@ -21,7 +21,7 @@ use serde::Serialize;
 use crate::budget::Mode;
 use crate::extractive as ex;
 use crate::facts::{FactKind, Facts, extract};
-use crate::mask::{first_chars, first_words};
+use crate::mask::{first_chars, trim_dangling};
 
 /// The longest line a summary writes, in characters (labels excluded).
 pub const LINE_CAP: usize = 480;
@@ -396,8 +396,21 @@ impl<'c> DeterministicSummarizer<'c> {
         } else {
             String::new()
         };
-        (cap_line(&what), cap_line(&to_next), cap_line(&gotcha))
+        (
+            cap_line(&telegraph_line(&what)),
+            cap_line(&telegraph_line(&to_next)),
+            cap_line(&telegraph_line(&gotcha)),
+        )
     }
+}
+
+/// A line's sentences in telegraphic form ([`ex::telegraph`]).
+fn telegraph_line(line: &str) -> String {
+    ex::sentences(line)
+        .iter()
+        .map(|s| ex::telegraph(s))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Stable-sorts `pool[from..]` by the first of `kinds` whose fact each
@@ -677,7 +690,9 @@ fn title(r: &SummaryRecord, facts: &Facts) -> String {
         .as_deref()
         .or(facts.sentences.first().map(String::as_str))
         .unwrap_or("Untitled entry");
-    let src = ex::strip_label(src);
+    // The words of the first line (telegraphic, as the line is written),
+    // so that the renderer can see the title only repeats them.
+    let src = ex::telegraph(ex::strip_label(src));
     // The first words (at most five), never cut inside a word.
     let words: Vec<&str> = src.split_whitespace().take(5).collect();
     let mut words = words;
@@ -710,24 +725,69 @@ pub fn cut_clauses(s: &str, cap: usize) -> String {
         out.push_str(&c.text);
     }
     if out.is_empty() {
-        // No clause fits: whole words only, never a method without its path.
-        out = first_words(&s, cap);
+        // No clause fits: whole words, cut after a word that is not part of
+        // a fact (never inside `[{date, channel}]` or `202 Accepted`), and
+        // never a method without its path or a dangling `the`.
+        out = ex::cut_between_facts(&s, cap);
     }
-    out.trim_end_matches([',', ';', ':', ' ', '—', '-'])
-        .to_string()
+    trim_dangling(&out).to_string()
 }
 
+/// The one line of a STANDARD entry: of the agent's `what` and the
+/// summary's sentences, their condensed forms and their clauses (each cut
+/// to [`STANDARD_SENTENCE_CAP`]), the one that states the most whole facts
+/// (the files are listed beside it); the first of them on a tie, so a summary without facts
+/// keeps its first sentence. A lead that only announces the work ("Stock
+/// reservations are live.") gives way to the sentence with the endpoint
+/// and its status codes.
 fn standard_sentence(r: &SummaryRecord, facts: &Facts) -> String {
-    let src = r
+    let mut pieces: Vec<String> = Vec::new();
+    for s in r
         .what
-        .as_deref()
-        .or(facts.sentences.first().map(String::as_str))
-        .unwrap_or("(no summary)");
-    cut_clauses(ex::strip_label(src), STANDARD_SENTENCE_CAP)
+        .iter()
+        .flat_map(|w| ex::sentences(w))
+        .chain(facts.sentences.iter().cloned())
+    {
+        // The sentence as written, then (when it is too long to fit whole)
+        // its fact-carrying clauses, then each clause on its own: a later
+        // piece wins only by stating more facts within the cap.
+        let whole = ex::strip_label(&s).to_string();
+        let cl = ex::clauses(&whole);
+        if let Some(c) = ex::condense(&s).filter(|c| *c != whole) {
+            pieces.push(whole);
+            pieces.push(c);
+        } else {
+            pieces.push(whole);
+        }
+        if cl.len() > 1 {
+            pieces.extend(cl.into_iter().map(|c| c.text));
+        }
+    }
+    // A table cell needs no full stop (the files follow it after ` — `).
+    let no_stop = |c: &str| match c.strip_suffix('.') {
+        Some(t) if !t.ends_with('.') => t.to_string(),
+        _ => c.to_string(),
+    };
+    let mut best: Option<(usize, String)> = None;
+    for p in pieces {
+        let c = no_stop(&cut_clauses(&no_stop(&p), STANDARD_SENTENCE_CAP));
+        if c.is_empty() {
+            continue;
+        }
+        let n = facts
+            .facts
+            .iter()
+            .filter(|f| f.kind != FactKind::File && c.contains(&f.text))
+            .count();
+        if best.as_ref().is_none_or(|(m, _)| n > *m) {
+            best = Some((n, c));
+        }
+    }
+    best.map_or_else(|| "(no summary)".to_string(), |(_, c)| c)
 }
 
 /// File names (the seed's LOW template: "filename only") joined by `, `,
-/// at most two, then `+N more`.
+/// at most two, then `+N` (how many more files there are).
 pub fn short_file_list(files: &[String]) -> String {
     let name = |f: &String| {
         let t = f.trim_end_matches('/');
@@ -740,7 +800,7 @@ pub fn short_file_list(files: &[String]) -> String {
         .collect::<Vec<_>>()
         .join(", ");
     if files.len() > 2 {
-        out.push_str(&format!(" +{} more", files.len() - 2));
+        out.push_str(&format!(" +{}", files.len() - 2));
     }
     out
 }
@@ -860,5 +920,78 @@ mod tests {
     fn file_list_caps() {
         let files: Vec<String> = (0..6).map(|i| format!("f{i}.rs")).collect();
         assert_eq!(file_list(&files), "f0.rs, f1.rs, f2.rs, f3.rs +2 more");
+        // A one-line entry: two names, then how many more.
+        assert_eq!(short_file_list(&files), "f0.rs, f1.rs +4");
+        assert_eq!(short_file_list(&files[..2]), "f0.rs, f1.rs");
+    }
+
+    fn standard(summary: &str, what: Option<&str>) -> Body {
+        let config = Config::default();
+        let record = SummaryRecord {
+            agent: Some("hermes".into()),
+            summary: summary.into(),
+            what: what.map(str::to_string),
+            files_changed: vec!["api/a.go".into()],
+            ..SummaryRecord::default()
+        };
+        let req = SummaryRequest {
+            record: &record,
+            band: Band::Medium,
+            mode: Mode::Standard,
+            from: "hermes",
+            to: Some("aphrodite"),
+        };
+        DeterministicSummarizer::new(&config).build(&req).body
+    }
+
+    #[test]
+    fn a_one_line_entry_keeps_its_most_fact_dense_sentence() {
+        let Body::Standard { sentence, files } = standard(
+            "Stock reservations are live. POST /inventory/reservations holds stock and \
+             returns 201 Created or 409 Conflict. A sweeper runs every minute.",
+            None,
+        ) else {
+            panic!("not a one-line body");
+        };
+        assert_eq!(
+            sentence,
+            "POST /inventory/reservations holds stock and returns 201 Created or 409 Conflict"
+        );
+        assert_eq!(files, "a.go");
+        // Without facts the first sentence stays; a tie keeps the first.
+        let Body::Standard { sentence, .. } =
+            standard("Settings got a tab. It has one toggle per channel.", None)
+        else {
+            panic!("not a one-line body");
+        };
+        assert_eq!(sentence, "Settings got a tab");
+        let Body::Standard { sentence, .. } =
+            standard("GET /a returns 200 OK. GET /b returns 404 Not Found.", None)
+        else {
+            panic!("not a one-line body");
+        };
+        assert_eq!(sentence, "GET /a returns 200 OK");
+    }
+
+    #[test]
+    fn a_one_line_entry_over_the_cap_is_cut_outside_its_facts() {
+        // The clause is longer than 80 characters and no comma ends a
+        // clause before the cap: the cut never falls inside the payload.
+        let Body::Standard { sentence, .. } = standard(
+            "It needs GET /metrics/revenue?from=&to=&granularity=day returning \
+             [{date, channel, net_cents}] for each row.",
+            None,
+        ) else {
+            panic!("not a one-line body");
+        };
+        assert!(
+            sentence.chars().count() <= STANDARD_SENTENCE_CAP,
+            "{sentence}"
+        );
+        assert!(
+            sentence.contains("GET /metrics/revenue?from=&to=&granularity=day"),
+            "{sentence}"
+        );
+        assert!(!sentence.contains("[{date"), "{sentence}");
     }
 }

@@ -147,3 +147,138 @@ proptest! {
         prop_assert_eq!(keys.len(), n);
     }
 }
+
+/// The owned upsert the borrowed one replaced (parse into `Item`s, edit,
+/// render), kept as the reference the borrowed one must agree with.
+mod reference {
+    use mnemo_compress::completed::{Item, NewEntry, parse_section, render_section};
+
+    const MNEMO_CONTINUATIONS: [&str; 2] = ["  - To next agent: ", "  - Gotcha: "];
+
+    fn keep_human_lines(old: &str, mut new: String) -> String {
+        for line in old.split_inclusive('\n').skip(1) {
+            let mine = MNEMO_CONTINUATIONS
+                .iter()
+                .any(|p| line.trim_end_matches(['\r', '\n']).starts_with(p));
+            if !mine && !new.split_inclusive('\n').any(|l| l == line) {
+                if !new.ends_with('\n') {
+                    new.push('\n');
+                }
+                new.push_str(line);
+            }
+        }
+        new
+    }
+
+    fn insertion_point(items: &[Item]) -> usize {
+        if let Some(i) = items.iter().rposition(|i| matches!(i, Item::Entry { .. })) {
+            return i + 1;
+        }
+        match items.last() {
+            Some(Item::Other(o)) if o.trim().is_empty() => items.len() - 1,
+            _ => items.len(),
+        }
+    }
+
+    pub fn upsert(body: &str, entries: &[NewEntry]) -> (String, (usize, usize, usize)) {
+        let mut items = parse_section(body);
+        let (mut added, mut skipped, mut replaced) = (0, 0, 0);
+        for e in entries {
+            let mut text = e.text.clone();
+            if !text.ends_with('\n') {
+                text.push('\n');
+            }
+            let existing = items.iter_mut().find_map(|i| match i {
+                Item::Entry { key, hash, text } if *key == e.key => Some((hash, text)),
+                _ => None,
+            });
+            match existing {
+                Some((hash, _)) if *hash == e.hash => skipped += 1,
+                Some((hash, old)) => {
+                    *hash = e.hash.clone();
+                    *old = keep_human_lines(old, text);
+                    replaced += 1;
+                }
+                None => {
+                    let at = insertion_point(&items);
+                    if let Some(Item::Other(o) | Item::Entry { text: o, .. }) =
+                        at.checked_sub(1).and_then(|i| items.get_mut(i))
+                        && !o.ends_with('\n')
+                    {
+                        o.push('\n');
+                    }
+                    items.insert(
+                        at,
+                        Item::Entry {
+                            key: e.key.clone(),
+                            hash: e.hash.clone(),
+                            text,
+                        },
+                    );
+                    added += 1;
+                }
+            }
+        }
+        (render_section(&items), (added, skipped, replaced))
+    }
+}
+
+proptest! {
+    /// The borrowed upsert writes the same bytes as the owned one, on
+    /// bodies with entries, people's notes under them, other text, a last
+    /// line without its newline, CRLF lines and texts without a newline.
+    #[test]
+    fn borrowed_upsert_agrees_with_the_owned_reference(
+        body_parts in prop::collection::vec((0usize..6, 0usize..4, 0usize..3), 0..8),
+        picks in prop::collection::vec((0usize..4, 0usize..3, 0usize..3, any::<bool>()), 0..6),
+        cut_last_newline: bool,
+    ) {
+        let agents = ["hermes", "demeter", "aphrodite", "themis"];
+        let mut body = String::new();
+        for &(kind, a, v) in &body_parts {
+            match kind {
+                0 | 1 => body.push_str(&entry(agents[a], &format!("version {v}"), v).text),
+                2 => body.push_str("  - Note: a person's line\n"),
+                3 => body.push_str("Human text.\r\n"),
+                4 => body.push('\n'),
+                _ => body.push_str("  \n"),
+            }
+        }
+        if cut_last_newline && body.ends_with('\n') {
+            body.pop();
+        }
+        let entries: Vec<NewEntry> = picks
+            .iter()
+            .map(|&(a, v, l, bare)| {
+                let mut e = entry(agents[a], &format!("version {v}"), l);
+                if bare {
+                    e.text.pop();
+                }
+                e
+            })
+            .collect();
+        let (got, r) = upsert(&body, &entries);
+        let (want, counts) = reference::upsert(&body, &entries);
+        prop_assert_eq!(got, want);
+        prop_assert_eq!((r.added, r.skipped, r.replaced), counts);
+        // The borrowed parse is the owned parse.
+        let spans = mnemo_compress::completed::parse_spans(&body);
+        prop_assert_eq!(spans.len(), parse_section(&body).len());
+        for (s, i) in spans.iter().zip(parse_section(&body)) {
+            match (s, i) {
+                (
+                    mnemo_compress::completed::Span::Entry { key, hash, text },
+                    mnemo_compress::completed::Item::Entry { key: k, hash: h, text: t },
+                ) => {
+                    prop_assert_eq!(key.to_key(), k);
+                    prop_assert_eq!(*hash, h.as_str());
+                    prop_assert_eq!(*text, t.as_str());
+                }
+                (mnemo_compress::completed::Span::Other(o), mnemo_compress::completed::Item::Other(p)) => {
+                    prop_assert_eq!(*o, p.as_str());
+                }
+                _ => prop_assert!(false, "the parses differ in kind"),
+            }
+        }
+    }
+}

@@ -55,9 +55,16 @@ fn empty(phase: &str) -> BankTexts {
     BankTexts::absent(&gate_reads(phase, DATE))
 }
 
+/// The bytes the plan appends to the log (it never rewrites it).
 fn log_text(p: &GatePlan) -> Option<&str> {
+    assert!(
+        !p.changes
+            .iter()
+            .any(|c| matches!(c, FileChange::Write { rel, .. } | FileChange::Delete { rel } if rel == GATE_LOG)),
+        "the log is appended to, never rewritten"
+    );
     p.changes.iter().find_map(|c| match c {
-        FileChange::Write { rel, content } if rel == GATE_LOG => Some(content.as_str()),
+        FileChange::Append { rel, content } if rel == GATE_LOG => Some(content.as_str()),
         _ => None,
     })
 }
@@ -134,7 +141,10 @@ fn a_re_run_appends_nothing_and_a_new_gate_appends_the_next_line() {
         demeter(),
     ]);
     let second = plan("1", &recs2, &texts);
-    let parsed = gatelog::parse(log_text(&second).unwrap());
+    let appended = log_text(&second).unwrap();
+    assert_eq!(appended.lines().count(), 1);
+    texts.apply(&second.changes);
+    let parsed = gatelog::parse(texts.get(GATE_LOG).unwrap().unwrap());
     assert_eq!(parsed.records.len(), 2);
     assert_eq!(parsed.records[0], first.gate_log.unwrap());
     let r = &parsed.records[1];
@@ -196,13 +206,104 @@ fn every_string_is_scrubbed_on_its_own_and_the_line_stays_json() {
 #[test]
 fn an_existing_log_is_kept_byte_for_byte_and_bad_lines_are_counted() {
     let old = "not json\n";
-    let texts = empty("1").with(GATE_LOG, Some(old));
+    let mut texts = empty("1").with(GATE_LOG, Some(old));
     let p = plan("1", &records(&[demeter()]), &texts);
-    let text = log_text(&p).unwrap();
+    texts.apply(&p.changes);
+    let text = texts.get(GATE_LOG).unwrap().unwrap();
     assert!(text.starts_with(old));
     let parsed = gatelog::parse(text);
     assert_eq!(parsed.unreadable, [1]);
     assert_eq!(parsed.records[0].seq, 2);
+    // A log whose last line has no newline gets one before the new line.
+    let mut texts = empty("1").with(GATE_LOG, Some("not json"));
+    let p = plan("1", &records(&[demeter()]), &texts);
+    assert!(log_text(&p).unwrap().starts_with("\n{"));
+    texts.apply(&p.changes);
+    assert!(
+        texts
+            .get(GATE_LOG)
+            .unwrap()
+            .unwrap()
+            .starts_with("not json\n{")
+    );
+}
+
+/// Only the end of a long log is read: the next `seq` comes from its last
+/// record (plus the lines after it), the line is appended, and an end
+/// without any record asks for the whole log.
+#[test]
+fn a_long_log_is_read_from_its_end() {
+    let recs = records(&[demeter()]);
+    // A log of 40 gates, as mnemo writes it.
+    let mut whole = String::new();
+    for i in 1..=40 {
+        let phase = i.to_string();
+        let p = plan(&phase, &recs, &empty(&phase).with(GATE_LOG, Some(&whole)));
+        whole.push_str(log_text(&p).unwrap());
+    }
+    assert_eq!(gatelog::parse(&whole).records.len(), 40);
+    // Its end: from inside its third-last line, from the next line start,
+    // plus a blank line and an unreadable line after the last record.
+    let last3: usize = whole.lines().rev().take(3).map(|l| l.len() + 1).sum();
+    let tail_from = whole.len() - last3 + 10;
+    let cut = tail_from + whole[tail_from..].find('\n').unwrap() + 1;
+    let mut ended = whole.clone();
+    ended.push_str("\nnot json\n");
+    let tail = ended[cut..].to_string();
+    assert_eq!(gatelog::next_seq(ended.len() as u64, &tail), Some(42));
+    assert_eq!(
+        gatelog::next_seq(ended.len() as u64, &ended),
+        Some(42),
+        "the whole log counts its lines to the same number"
+    );
+    let mut t = empty("41");
+    t.insert(
+        GATE_LOG,
+        mnemo_compress::plan::FileText::Tail {
+            len: ended.len() as u64,
+            text: tail.clone(),
+        },
+    );
+    let p = plan("41", &recs, &t);
+    let line = log_text(&p).unwrap();
+    assert_eq!(p.gate_log.as_ref().unwrap().seq, 42);
+    let mut appended = ended.clone();
+    appended.push_str(line);
+    let parsed = gatelog::parse(&appended);
+    assert_eq!(parsed.records.last().unwrap().seq, 42);
+    // Line 41 is blank (not counted by `seq`), 42 the unreadable one.
+    assert_eq!(parsed.unreadable, [42]);
+    // A tail with no record in it: the whole log must be read.
+    assert_eq!(gatelog::next_seq(10_000, "not json\n"), None);
+    assert!(!gatelog::tail_suffices(10_000, "not json\n"));
+    assert!(gatelog::tail_suffices(9, "not json\n"));
+    let mut t = empty("41");
+    t.insert(
+        GATE_LOG,
+        mnemo_compress::plan::FileText::Tail {
+            len: 10_000,
+            text: "not json\n".into(),
+        },
+    );
+    let config = Config::default();
+    let engine = Engine::new(&config).unwrap();
+    let err = plan_gate(
+        &GateRequest {
+            config: &config,
+            engine: &engine,
+            phase: "41",
+            from: &[],
+            to: &[],
+            phases: None,
+            date: DATE,
+            feature: None,
+            records: &recs,
+        },
+        &t,
+        &ident,
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains(GATE_LOG), "{err}");
 }
 
 #[test]

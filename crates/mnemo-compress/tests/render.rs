@@ -310,7 +310,9 @@ fn zz_format_matches_the_spec_example_structure() {
     }
     assert!(!ours.contains("**Entry:**") && !ours.contains("**What changed:**"));
     assert!(ours.contains("\n- Gotcha: "), "{ours}");
-    assert!(ours.contains("| Agent | Summary |\n|-------|---------|\n"));
+    // The STANDARD table stays a GFM table under its labelled heading,
+    // with the shortest delimiter row.
+    assert!(ours.contains("### STANDARD (1-line)\n| Agent | Summary |\n|-|-|\n"));
     assert!(ours.contains("| ID | Type | Name | File |\n|----|------|------|------|\n"));
 }
 

@@ -44,12 +44,29 @@ pub struct SecretRefused {
 #[derive(Debug)]
 pub struct Scrubbed<S> {
     inner: S,
+    /// The last session id that passed [`refuse`]: a request names its
+    /// session in three or four writes, and the check's answer for a string
+    /// never changes within a process, so it is asked once per new id.
+    clean_session: String,
 }
 
 impl<S> Scrubbed<S> {
     /// Wraps `inner`.
     pub fn new(inner: S) -> Self {
-        Scrubbed { inner }
+        Scrubbed {
+            inner,
+            clean_session: String::new(),
+        }
+    }
+
+    /// [`refuse`] for a session id, remembering the last one that passed.
+    fn refuse_session(&mut self, session: &str) -> Result<(), StoreError> {
+        if session == self.clean_session && !session.is_empty() {
+            return Ok(());
+        }
+        refuse("a session id", session)?;
+        session.clone_into(&mut self.clean_session);
+        Ok(())
     }
     /// The wrapped store.
     pub fn inner(&self) -> &S {
@@ -137,7 +154,7 @@ impl<S: SessionStore> SessionStore for Scrubbed<S> {
         self.inner.handshake(session)
     }
     fn set_handshake(&mut self, session: &str, hs: &SessionHandshake) -> Result<(), StoreError> {
-        refuse("a session id", session)?;
+        self.refuse_session(session)?;
         refuse("an ACS version", &hs.version)?;
         for m in hs.methods.iter().flatten() {
             refuse("a method name", m)?;
@@ -150,12 +167,12 @@ impl<S: SessionStore> SessionStore for Scrubbed<S> {
         request_id: &str,
         at_ms: i64,
     ) -> Result<bool, StoreError> {
-        refuse("a session id", session)?;
+        self.refuse_session(session)?;
         refuse("a request id", request_id)?;
         self.inner.mark_request(session, request_id, at_ms)
     }
     fn mark_nonce(&mut self, session: &str, nonce: &str, at_ms: i64) -> Result<bool, StoreError> {
-        refuse("a session id", session)?;
+        self.refuse_session(session)?;
         refuse("a nonce", nonce)?;
         self.inner.mark_nonce(session, nonce, at_ms)
     }
@@ -163,7 +180,7 @@ impl<S: SessionStore> SessionStore for Scrubbed<S> {
         self.inner.prune_requests(before_ms)
     }
     fn record_step(&mut self, session: &str, step: &StepRecord) -> Result<(), StoreError> {
-        refuse("a session id", session)?;
+        self.refuse_session(session)?;
         let step = clean_step(step)?;
         self.inner.record_step(session, &step)
     }
@@ -173,7 +190,7 @@ impl<S: SessionStore> SessionStore for Scrubbed<S> {
         turn: &str,
         budget: &str,
     ) -> Result<Option<u64>, StoreError> {
-        refuse("a session id", session)?;
+        self.refuse_session(session)?;
         refuse("a turn id", turn)?;
         self.inner.count_turn_call(session, turn, budget)
     }
@@ -214,7 +231,7 @@ impl<S: SessionStore> SessionStore for Scrubbed<S> {
         canonical: &str,
         hash: &Hash,
     ) -> Result<(), StoreError> {
-        refuse("a session id", session)?;
+        self.refuse_session(session)?;
         refuse("a chain entry", canonical)?;
         self.inner.append_chain(session, seq, canonical, hash)
     }
@@ -223,7 +240,7 @@ impl<S: SessionStore> SessionStore for Scrubbed<S> {
         session: &str,
         rec: &CompactionRecord,
     ) -> Result<(), StoreError> {
-        refuse("a session id", session)?;
+        self.refuse_session(session)?;
         refuse("a step id", &rec.step_id)?;
         for e in &rec.entries {
             refuse("an entry id in entries_to_compact", e)?;
@@ -280,6 +297,44 @@ mod tests {
             s.mark_request("0b6e3c1e-4a59-4c1f-9e57-2f4a8d7c9b10", "req-2", 0)
                 .is_ok()
         );
+    }
+
+    /// The remembered clean session id skips nothing else: a session id
+    /// with a secret is refused by every write, before and after a clean
+    /// one passed, and a clean one is not refused after a secret one.
+    #[test]
+    fn the_remembered_session_skips_only_itself() {
+        let mut s = Scrubbed::new(MemoryStore::new());
+        let clean = "0b6e3c1e-4a59-4c1f-9e57-2f4a8d7c9b10";
+        let step = |seq| StepRecord {
+            seq,
+            step_id: format!("req-{seq}"),
+            method: "steps/userMessage".into(),
+            provenance: Vec::new(),
+        };
+        for round in 0..2 {
+            assert!(s.mark_request(clean, &format!("r{round}"), 0).is_ok());
+            assert!(s.record_step(clean, &step(round + 1)).is_ok());
+            for err in [
+                s.mark_request(PAT, "r", 0).err(),
+                s.record_step(PAT, &step(1)).err(),
+                s.append_chain(PAT, 1, "{}", &[0u8; 32]).err(),
+                s.mark_nonce(PAT, "n", 0).err(),
+            ] {
+                let err = err.map(|e| e.to_string());
+                assert!(
+                    err.as_deref().is_some_and(|e| e.contains("session id")),
+                    "{err:?}"
+                );
+            }
+        }
+        assert!(
+            s.inner_mut()
+                .steps(PAT)
+                .unwrap_or_else(|e| panic!("{e}"))
+                .is_empty()
+        );
+        assert_eq!(s.inner_mut().steps(clean).map(|v| v.len()).ok(), Some(2));
     }
 
     /// The keyword pre-check lets no secret through: a secret-looking id

@@ -287,8 +287,17 @@ impl SqliteStore {
         Ok(out)
     }
 
+    /// Runs a statement without parameters or rows through the statement cache.
+    fn run_cached(&self, sql: &str) -> Result<(), StoreError> {
+        self.conn.prepare_cached(sql).db()?.execute([]).db()?;
+        Ok(())
+    }
+
     fn init(mut conn: Connection) -> Result<Self, StoreError> {
         conn.busy_timeout(std::time::Duration::from_secs(5)).db()?;
+        // Room for every statement the store prepares (about two dozen;
+        // rusqlite keeps 16 by default and re-parses what it evicted).
+        conn.set_prepared_statement_cache_capacity(64);
         // journal_mode returns a row; ignore which mode was granted (memory dbs say "memory").
         let _mode: String = conn
             .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
@@ -420,23 +429,36 @@ impl SessionStore for SqliteStore {
         let seq = seq_i64(step.seq);
         // One savepoint: the step and its index rows are kept together or
         // not at all, and a refused step leaves the unit of work usable.
-        let sp = self.conn.savepoint().db()?;
-        let inserted = sp
-            .prepare_cached(
-                "INSERT OR IGNORE INTO steps (session_id, seq, step_id, method, provenance) VALUES (?1, ?2, ?3, ?4, ?5)",
-            )
-            .db()?
-            .execute(params![session, seq, step.step_id, step.method, prov])
-            .db()?;
-        if inserted == 0 {
-            return Err(StoreError::StepExists {
-                session: session.to_string(),
-                seq: step.seq,
-            });
+        // Its three statements are prepared once (rusqlite's `savepoint()`
+        // parses `SAVEPOINT` and `RELEASE` anew on every step).
+        self.run_cached("SAVEPOINT guard_step")?;
+        let written = (|| {
+            let inserted = self
+                .conn
+                .prepare_cached(
+                    "INSERT OR IGNORE INTO steps (session_id, seq, step_id, method, provenance) VALUES (?1, ?2, ?3, ?4, ?5)",
+                )
+                .db()?
+                .execute(params![session, seq, step.step_id, step.method, prov])
+                .db()?;
+            if inserted == 0 {
+                return Err(StoreError::StepExists {
+                    session: session.to_string(),
+                    seq: step.seq,
+                });
+            }
+            index_step(&self.conn, session, seq, &step.provenance)
+        })();
+        match written {
+            Ok(()) => self.run_cached("RELEASE guard_step"),
+            Err(e) => {
+                // Undo whatever part was written, then leave the savepoint;
+                // the step's own error is what the caller sees.
+                let _ = self.run_cached("ROLLBACK TO guard_step");
+                let _ = self.run_cached("RELEASE guard_step");
+                Err(e)
+            }
         }
-        index_step(&sp, session, seq, &step.provenance)?;
-        sp.commit().db()?;
-        Ok(())
     }
     fn steps(&mut self, session: &str) -> Result<Vec<StepRecord>, StoreError> {
         let mut stmt = self.conn.prepare_cached(

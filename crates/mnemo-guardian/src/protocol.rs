@@ -99,17 +99,17 @@ pub const BUDGET_EXHAUSTED: &str = "budget_exhausted";
 /// wrapped MCP `tools/call` whose `name` is the tool).
 fn tool_call<'a>(method: &str, payload: &'a Value) -> Option<(&'a str, Option<&'a str>)> {
     let tool = match method {
-        "steps/toolCallRequest" => payload.pointer("/tool/name")?.as_str()?,
+        "steps/toolCallRequest" => payload.at(&["tool", "name"])?.as_str()?,
         "protocols/MCP/tools/call" => payload
-            .pointer("/tool/name")
+            .at(&["tool", "name"])
             .or_else(|| payload.get("name"))?
             .as_str()?,
         _ => return None,
     };
     let command = payload
         .get("raw_command")
-        .or_else(|| payload.pointer("/arguments/command/value"))
-        .or_else(|| payload.pointer("/arguments/command"))
+        .or_else(|| payload.at(&["arguments", "command", "value"]))
+        .or_else(|| payload.at(&["arguments", "command"]))
         .and_then(Value::as_str);
     Some((tool, command))
 }
@@ -392,8 +392,8 @@ impl<S: SessionStore> Guardian<S> {
         if self.config.hmac_keys.is_empty() {
             return None;
         }
-        let session = req.pointer("/params/metadata/session_id")?.as_str()?;
-        let i = match req.pointer("/params/signature/key_id") {
+        let session = req.at(&["params", "metadata", "session_id"])?.as_str()?;
+        let i = match req.at(&["params", "signature", "key_id"]) {
             Some(k) => {
                 let k = k.as_str()?;
                 self.config.hmac_keys.iter().position(|(l, _)| l == k)?
@@ -435,7 +435,7 @@ impl<S: SessionStore> Guardian<S> {
         // same sessions in opposite orders).
         let mut sessions: Vec<&str> = reqs
             .iter()
-            .filter_map(|r| r.pointer("/params/metadata/session_id")?.as_str())
+            .filter_map(|r| r.at(&["params", "metadata", "session_id"])?.as_str())
             .collect();
         sessions.sort_unstable();
         sessions.dedup();
@@ -444,16 +444,16 @@ impl<S: SessionStore> Guardian<S> {
         let mut marks: BTreeMap<&str, (Vec<&str>, Vec<&str>)> = BTreeMap::new();
         for r in reqs.iter().filter(|_| self.store.wants_marks_ahead()) {
             let Some(session) = r
-                .pointer("/params/metadata/session_id")
+                .at(&["params", "metadata", "session_id"])
                 .and_then(Value::as_str)
             else {
                 continue;
             };
             let (ids, nonces) = marks.entry(session).or_default();
-            if let Some(id) = r.pointer("/params/request_id").and_then(Value::as_str) {
+            if let Some(id) = r.at(&["params", "request_id"]).and_then(Value::as_str) {
                 ids.push(id);
             }
-            if let Some(n) = r.pointer("/params/nonce").and_then(Value::as_str) {
+            if let Some(n) = r.at(&["params", "nonce"]).and_then(Value::as_str) {
                 nonces.push(n);
             }
         }
@@ -592,8 +592,8 @@ impl<S: SessionStore> Guardian<S> {
         // §8.6: a client's chain_hash that disagrees with the head is
         // CHAIN_MISMATCH (the Guardian cannot proceed on a forked chain).
         let claimed = params_v
-            .pointer("/metadata/session_state/chain_hash")
-            .or_else(|| params_v.pointer("/metadata/chain_hash"))
+            .at(&["metadata", "session_state", "chain_hash"])
+            .or_else(|| params_v.at(&["metadata", "chain_hash"]))
             .and_then(Value::as_str);
         if let Some(claimed) = claimed {
             let head = self.store.chain_head(&session)?;
@@ -753,7 +753,7 @@ impl<S: SessionStore> Guardian<S> {
             // Answer under the key the request named when it names a known
             // one, else the first; a bad signature changes nothing here.
             let named = req
-                .pointer("/params/signature/key_id")
+                .at(&["params", "signature", "key_id"])
                 .and_then(Value::as_str)
                 .and_then(|k| self.config.hmac_keys.iter().position(|(l, _)| l == k));
             self.signer = Some((session.to_string(), named.unwrap_or(0)));
@@ -779,7 +779,7 @@ impl<S: SessionStore> Guardian<S> {
         if self.config.hmac_keys.is_empty() {
             return Ok(());
         }
-        let sig = req.pointer("/params/signature");
+        let sig = req.at(&["params", "signature"]);
         let named = sig
             .and_then(|s| s.get("key_id"))
             .and_then(Value::as_str)
@@ -1573,16 +1573,14 @@ pub fn context_entry(
 /// `params` without `signature` (and, for `steps/postCompact`, without
 /// `payload.post_compact_chain_hash`, which depends on this very entry).
 pub fn step_request_hash(method: &str, params: &Value) -> Hash {
-    let mut p = params.clone();
-    if let Some(m) = p.as_object_mut() {
-        m.remove("signature");
+    if method == "steps/postCompact" {
+        chain::request_hash_omitting(
+            params,
+            &[&["signature"], &["payload", "post_compact_chain_hash"]],
+        )
+    } else {
+        chain::request_hash_omitting(params, &[&["signature"]])
     }
-    if method == "steps/postCompact"
-        && let Some(m) = p.get_mut("payload").and_then(Value::as_object_mut)
-    {
-        m.remove("post_compact_chain_hash");
-    }
-    chain::request_hash(&p)
 }
 
 /// The `post_compact_chain_hash` a client must send: the head after the
@@ -1614,6 +1612,19 @@ impl ResultBuilder {
     fn with_payload(mut self, v: Value) -> Self {
         self.set("payload", v);
         self
+    }
+}
+
+/// A member reached through object members by name (`Value::pointer`
+/// without parsing and allocating a JSON Pointer on every call).
+trait At {
+    fn at(&self, path: &[&str]) -> Option<&Value>;
+}
+
+impl At for Value {
+    fn at(&self, path: &[&str]) -> Option<&Value> {
+        path.iter()
+            .try_fold(self, |v, k| validate::member(v.as_object()?, k))
     }
 }
 

@@ -21,11 +21,97 @@ pub enum Class {
     Request,
 }
 
-struct Patterns {
-    constraint: Regex,
-    decision: Regex,
-    blocker: Regex,
-    anchors: Vec<Regex>,
+/// One pattern, compiled on first use: without Unicode for ASCII
+/// sentences (see [`compile`]), with it for the others. For an ASCII
+/// sentence, `may_match` is a necessary condition of a match (a byte or a
+/// literal every match contains, ASCII case-insensitively where the pattern
+/// is `(?i)`): when it fails the pattern is neither compiled nor run.
+struct Pattern {
+    src: &'static str,
+    may_match: fn(&[u8]) -> bool,
+    ascii: OnceLock<Regex>,
+    unicode: OnceLock<Regex>,
+}
+
+impl Pattern {
+    const fn new(src: &'static str, may_match: fn(&[u8]) -> bool) -> Pattern {
+        Pattern {
+            src,
+            may_match,
+            ascii: OnceLock::new(),
+            unicode: OnceLock::new(),
+        }
+    }
+
+    /// The compiled pattern for `haystack` (`unicode`: with Unicode).
+    fn regex(&self, unicode: bool) -> &Regex {
+        if unicode {
+            self.unicode.get_or_init(|| compile(self.src, true))
+        } else {
+            self.ascii.get_or_init(|| compile(self.src, false))
+        }
+    }
+
+    /// The regex to run on `haystack`; `None` when it cannot match.
+    fn for_haystack(&self, haystack: &str) -> Option<&Regex> {
+        if !haystack.is_ascii() {
+            return Some(self.regex(true));
+        }
+        if (self.may_match)(haystack.as_bytes()) {
+            Some(self.regex(false))
+        } else {
+            None
+        }
+    }
+
+    fn is_match(&self, haystack: &str) -> bool {
+        self.for_haystack(haystack)
+            .is_some_and(|re| re.is_match(haystack))
+    }
+}
+
+/// A list of needles (lower-case ASCII, not empty) and the table of their
+/// first bytes.
+struct Words {
+    needles: &'static [&'static [u8]],
+    first: [bool; 256],
+}
+
+impl Words {
+    const fn new(needles: &'static [&'static [u8]]) -> Words {
+        let mut first = [false; 256];
+        let mut i = 0;
+        while i < needles.len() {
+            if let Some(&b) = needles[i].first() {
+                first[b as usize] = true;
+            }
+            i += 1;
+        }
+        Words { needles, first }
+    }
+
+    /// Whether `hay` holds one of the needles, ASCII case-insensitively:
+    /// one pass, a needle compared only where its first byte is.
+    fn found_in(&self, hay: &[u8]) -> bool {
+        hay.iter().enumerate().any(|(i, b)| {
+            self.first[usize::from(b.to_ascii_lowercase())]
+                && self.needles.iter().any(|n| {
+                    hay.get(i..i + n.len())
+                        .is_some_and(|w| w.eq_ignore_ascii_case(n))
+                })
+        })
+    }
+}
+
+/// Whether `hay` holds `needle` (lower-case ASCII), ASCII
+/// case-insensitively.
+fn has_ci(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len())
+        .any(|w| w.eq_ignore_ascii_case(needle))
+}
+
+fn has(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
 }
 
 /// A regex as `regex::Regex::new` builds it (same syntax and match
@@ -34,7 +120,16 @@ struct Patterns {
 /// case-folded word lists' prefilters was most of the cost of compiling
 /// these patterns (about 30 M of 44 M instructions, paid by every hook
 /// process that builds a trail).
-fn compile(p: &str) -> Regex {
+///
+/// `unicode: false` compiles the same pattern without Unicode (as with a
+/// leading `(?-u)`), for ASCII sentences only: on an ASCII haystack every
+/// construct of these patterns means the same either way (`\w`, `\d`,
+/// `\s` and `\b` restricted to ASCII are the ASCII classes; `(?i)` of an
+/// ASCII letter adds only non-ASCII folds such as `ſ` and the Kelvin sign;
+/// `.` and the negated classes differ only on non-ASCII input), and it
+/// compiles in a small part of the time (no Unicode tables). The unit
+/// tests compare both on random ASCII text.
+fn compile(p: &str, unicode: bool) -> Regex {
     let config = meta::Config::new()
         .nfa_size_limit(Some(10 << 20))
         .hybrid_cache_capacity(2 << 20)
@@ -43,7 +138,7 @@ fn compile(p: &str) -> Regex {
         .auto_prefilter(false);
     meta::Builder::new()
         .configure(config)
-        .syntax(syntax::Config::new().utf8(true))
+        .syntax(syntax::Config::new().unicode(unicode).utf8(unicode))
         .build(p)
         .unwrap_or_else(|_| never())
 }
@@ -79,15 +174,74 @@ const ANCHORS: [&str; 9] = [
     r"\b\d[\d,_]*(?:\.\d+)?\s*(?:ms|s|seconds?|minutes?|hours?|days?|KB|MB|GB|TB|Mi|Gi|rows|items|tests|runs|bytes|tokens)\b|\b\d[\d,_]*(?:\.\d+)?%|\bv?\d+(?:\.\d+)+\b|\b\d[\d,_]*(?:\.\d+)?\b",
 ];
 
-fn patterns() -> &'static Patterns {
-    static P: OnceLock<Patterns> = OnceLock::new();
-    P.get_or_init(|| Patterns {
-        constraint: compile(CONSTRAINT),
-        decision: compile(DECISION),
-        blocker: compile(BLOCKER),
-        anchors: ANCHORS.iter().map(|p| compile(p)).collect(),
-    })
-}
+/// Every alternative of [`CONSTRAINT`] holds one of these.
+static CONSTRAINT_WORDS: Words = Words::new(&[
+    b"never",
+    b"always",
+    b"don",
+    b"do not",
+    b"must",
+    b"only ",
+    b"make sure",
+    b"avoid",
+    b"not allowed",
+    b"no matter what",
+    b"under no circumstances",
+    b"keep",
+]);
+/// Every alternative of [`DECISION`] holds one of these.
+static DECISION_WORDS: Words = Words::new(&[
+    b"chose",
+    b"choos",
+    b"decid",
+    b"decis",
+    b"instead of",
+    b"rather than",
+    b"going with",
+    b"ll use",
+    b"will use",
+    b"opted",
+    b"settled on",
+    b"switch",
+]);
+/// Every alternative of [`BLOCKER`] holds one of these.
+static BLOCKER_WORDS: Words = Words::new(&[
+    b"block",
+    b"fail",
+    b"open problem",
+    b"still open",
+    b"could",
+    b"can",
+    b"unresolved",
+    b"not yet",
+    b"todo",
+    b"killed",
+    b"error",
+    b"crash",
+    b"oom",
+]);
+
+static CONSTRAINT_RE: Pattern = Pattern::new(CONSTRAINT, |h| CONSTRAINT_WORDS.found_in(h));
+static DECISION_RE: Pattern = Pattern::new(DECISION, |h| DECISION_WORDS.found_in(h));
+static BLOCKER_RE: Pattern = Pattern::new(BLOCKER, |h| BLOCKER_WORDS.found_in(h));
+/// [`ANCHORS`], each with what every match of it holds.
+static ANCHOR_RES: [Pattern; 9] = [
+    // `METHOD /`
+    Pattern::new(ANCHORS[0], |h| has(h, b" /")),
+    Pattern::new(ANCHORS[1], |h| has(h, b"://")),
+    // `:` and a digit
+    Pattern::new(ANCHORS[2], |h| {
+        h.windows(2).any(|w| w[0] == b':' && w[1].is_ascii_digit())
+    }),
+    // a directory's `/` or an extension's `.`
+    Pattern::new(ANCHORS[3], |h| h.iter().any(|&b| b == b'/' || b == b'.')),
+    Pattern::new(ANCHORS[4], |h| h.contains(&b'_')),
+    Pattern::new(ANCHORS[5], |h| has(h, b"--")),
+    Pattern::new(ANCHORS[6], |h| has_ci(h, b"table")),
+    Pattern::new(ANCHORS[7], |h| h.contains(&b'`')),
+    // every alternative starts with a digit (after an optional `v`)
+    Pattern::new(ANCHORS[8], |h| h.iter().any(u8::is_ascii_digit)),
+];
 
 #[cold]
 fn never() -> Regex {
@@ -136,14 +290,13 @@ pub fn sentences(text: &str) -> Vec<&str> {
 /// The class of a sentence; `user` says whether the user wrote it.
 /// `None`: chatter, not part of the trail.
 pub fn classify(sentence: &str, user: bool) -> Option<Class> {
-    let p = patterns();
-    if user && p.constraint.is_match(sentence) {
+    if user && CONSTRAINT_RE.is_match(sentence) {
         return Some(Class::Constraint);
     }
-    if p.decision.is_match(sentence) {
+    if DECISION_RE.is_match(sentence) {
         return Some(Class::Decision);
     }
-    if !user && p.blocker.is_match(sentence) {
+    if !user && BLOCKER_RE.is_match(sentence) {
         return Some(Class::Blocker);
     }
     if has_anchor(sentence) {
@@ -159,9 +312,11 @@ pub fn classify(sentence: &str, user: bool) -> Option<Class> {
 /// one, stopping at the first (a span [`anchors`] drops as contained in
 /// another or as a duplicate only goes when another is kept).
 fn has_anchor(sentence: &str) -> bool {
-    patterns().anchors.iter().any(|re| {
-        re.find_iter(sentence)
-            .any(|m| anchor_text(sentence, m.start(), m.end()).is_some())
+    ANCHOR_RES.iter().any(|p| {
+        p.for_haystack(sentence).is_some_and(|re| {
+            re.find_iter(sentence)
+                .any(|m| anchor_text(sentence, m.start(), m.end()).is_some())
+        })
     })
 }
 
@@ -185,7 +340,7 @@ fn anchor_text(sentence: &str, start: usize, end: usize) -> Option<(usize, usize
 /// duplicates.
 pub fn anchors(sentence: &str) -> Vec<String> {
     let mut spans: Vec<(usize, usize)> = Vec::new();
-    for re in &patterns().anchors {
+    for re in ANCHOR_RES.iter().filter_map(|p| p.for_haystack(sentence)) {
         for m in re.find_iter(sentence) {
             let Some((s, e)) = anchor_text(sentence, m.start(), m.end()) else {
                 continue;
@@ -319,35 +474,86 @@ mod tests {
         proptest::collection::vec(piece, 0..8).prop_map(|v| v.concat())
     }
 
-    /// The `regex` crate's build of each pattern (the blocker as it was),
-    /// compiled once for all cases.
-    fn reference() -> &'static (regex::Regex, Vec<(regex::Regex, &'static Regex)>) {
-        static R: OnceLock<(regex::Regex, Vec<(regex::Regex, &'static Regex)>)> = OnceLock::new();
+    /// Every pattern, in one order: constraint, decision, blocker, the
+    /// anchors.
+    fn all() -> Vec<&'static Pattern> {
+        [&CONSTRAINT_RE, &DECISION_RE, &BLOCKER_RE]
+            .into_iter()
+            .chain(ANCHOR_RES.iter())
+            .collect()
+    }
+
+    /// The regexes run on `s`, all of them (a pattern whose pre-check
+    /// fails is compiled anyway, for the comparison).
+    fn regexes(s: &str) -> Vec<&'static Regex> {
+        all().into_iter().map(|p| p.regex(!s.is_ascii())).collect()
+    }
+
+    /// The `regex` crate's build of each pattern but the blocker (and the
+    /// blocker as it was), compiled once for all cases.
+    fn reference() -> &'static (regex::Regex, Vec<regex::Regex>) {
+        static R: OnceLock<(regex::Regex, Vec<regex::Regex>)> = OnceLock::new();
         R.get_or_init(|| {
             let re = |t: &str| regex::Regex::new(t).unwrap();
-            let p = patterns();
-            let pairs = [(CONSTRAINT, &p.constraint), (DECISION, &p.decision)]
+            let pairs = [CONSTRAINT, DECISION]
                 .into_iter()
-                .chain(ANCHORS.iter().copied().zip(p.anchors.iter()))
-                .map(|(t, ours)| (re(t), ours))
+                .chain(ANCHORS.iter().copied())
+                .map(re)
                 .collect();
             (re(BLOCKER_BEFORE), pairs)
         })
     }
 
+    fn spans(re: &Regex, s: &str) -> Vec<(usize, usize)> {
+        re.find_iter(s).map(|m| (m.start(), m.end())).collect()
+    }
+
+    #[test]
+    fn ascii_text_takes_the_ascii_set_and_the_pre_checks() {
+        let p = &ANCHOR_RES[8];
+        assert!(p.for_haystack("no digits").is_none());
+        assert!(std::ptr::eq(
+            p.for_haystack("4 digits").unwrap(),
+            p.regex(false)
+        ));
+        assert!(std::ptr::eq(p.for_haystack("é").unwrap(), p.regex(true)));
+        assert!(!CONSTRAINT_RE.is_match("Nothing to see"));
+        assert!(CONSTRAINT_RE.is_match("Nothing to see, NEVER"));
+    }
+
     proptest::proptest! {
         #[test]
         fn the_blocker_pattern_matches_where_it_did(s in words()) {
-            proptest::prop_assert_eq!(patterns().blocker.is_match(&s), reference().0.is_match(&s), "{:?}", s);
+            proptest::prop_assert_eq!(BLOCKER_RE.is_match(&s), reference().0.is_match(&s), "{:?}", s);
         }
 
         #[test]
         fn patterns_without_a_prefilter_find_what_regex_finds(s in "\\PC{0,60}|[a-zA-Z0-9 ./_:`$-]{0,60}|(never|we chose|GET /a|https://x.y|db:5432|src/a.rs|API_KEY|--flag|table t|`x`|4.2 MB|v1.2|. |é){0,6}") {
-            // Only the prefilter is gone, which changes no match.
-            for (theirs, ours) in &reference().1 {
-                let a: Vec<(usize, usize)> = ours.find_iter(&s).map(|m| (m.start(), m.end())).collect();
+            // Only the prefilter is gone (and Unicode for ASCII text), which
+            // changes no match.
+            let ours = all();
+            let ours = ours.iter().enumerate().filter(|&(i, _)| i != 2).map(|(_, p)| *p);
+            for (theirs, ours) in reference().1.iter().zip(ours) {
                 let b: Vec<(usize, usize)> = theirs.find_iter(&s).map(|m| (m.start(), m.end())).collect();
+                let a = ours.for_haystack(&s).map(|re| spans(re, &s)).unwrap_or_default();
                 proptest::prop_assert_eq!(a, b, "{} on {:?}", theirs.as_str(), s);
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+        #[test]
+        fn ascii_set_finds_what_the_unicode_set_finds(s in "[ -~\t\n\r\x0b\x0c\x00-\x1f\x7f]{0,60}|(never|ALWAYS|Don't|do not|keep it working|keep  x working|we'll use|switched to|still failing|OOM|crashes|can't|error|GET /a|POST /x,y|http://h/p;|https://x\\.y/z|db:5432|a:80|src/a\\.rs|~/x/y|\\.\\./a/|b-c\\.toml|API_KEY|\\$MY_VAR|--flag| --no-x|table t|TABLE `a\\.b`|`x`|`|4\\.2 MB|3,000 rows|12ms|45%|v1\\.2|1\\.2\\.3|0|_|-|\\.|,|:| |\n|\t|x|Y|9){0,10}") {
+            // the ASCII set against the Unicode set, and the pre-checks:
+            // none fails where the pattern matches
+            let a = regexes(&s);
+            for (i, (a, p)) in a.iter().zip(all()).enumerate() {
+                let u = spans(p.regex(true), &s);
+                proptest::prop_assert_eq!(spans(a, &s), u.clone(), "pattern {} on {:?}", i, s);
+                if s.is_ascii() && !(p.may_match)(s.as_bytes()) {
+                    proptest::prop_assert!(u.is_empty(), "pre-check of pattern {} on {:?}", i, s);
+                }
             }
         }
     }
