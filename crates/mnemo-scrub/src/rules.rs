@@ -125,24 +125,35 @@ pub(crate) fn compile_builtin_where(keep: impl Fn(usize) -> bool) -> Result<Comp
 }
 
 /// Indices (ascending) of the built-in rules with a keyword in `text`,
-/// ASCII-case-insensitively (the keywords are lowercase). Keyword by
-/// keyword, skipping those whose first byte is not in `text`: meant for
-/// short texts.
+/// ASCII-case-insensitively (the keywords are lowercase): at each byte,
+/// only the keywords starting with it are compared.
 pub(crate) fn builtin_rules_in(text: &[u8]) -> Vec<usize> {
+    /// Per first byte: (keyword, rule index).
+    type ByFirst = Vec<Vec<(&'static [u8], usize)>>;
+    static BY_FIRST: OnceLock<ByFirst> = OnceLock::new();
+    let by_first = BY_FIRST.get_or_init(|| {
+        let mut t: ByFirst = vec![Vec::new(); 256];
+        for (i, r) in builtin::RULES.iter().enumerate() {
+            for k in r.keywords {
+                if let Some(&f) = k.as_bytes().first() {
+                    t[usize::from(f)].push((k.as_bytes(), i));
+                }
+            }
+        }
+        t
+    });
     let lower = text.to_ascii_lowercase();
-    let mut present = [false; 256];
-    for &b in &lower {
-        present[usize::from(b)] = true;
+    let mut hit = vec![false; builtin::RULES.len()];
+    for (at, &b) in lower.iter().enumerate() {
+        for &(k, rule) in &by_first[usize::from(b)] {
+            if !hit[rule] && lower[at..].starts_with(k) {
+                hit[rule] = true;
+            }
+        }
     }
-    let occurs = |k: &str| {
-        let k = k.as_bytes();
-        k.first()
-            .is_some_and(|&f| present[usize::from(f)] && lower.windows(k.len()).any(|w| w == k))
-    };
-    builtin::RULES
-        .iter()
+    hit.iter()
         .enumerate()
-        .filter(|(_, r)| r.keywords.iter().any(|k| occurs(k)))
+        .filter(|(_, h)| **h)
         .map(|(i, _)| i)
         .collect()
 }
