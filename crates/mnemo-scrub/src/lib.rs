@@ -33,7 +33,7 @@ mod stream;
 pub use rules::{Rule, RuleError};
 pub use stream::{MAX_STREAM_BUFFER, ScrubError, StreamOptions, StreamStats};
 
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 /// The built-in rule file (TOML), compiled into the binary.
 pub const DEFAULT_RULES_TOML: &str = include_str!("../rules/default.toml");
@@ -101,6 +101,14 @@ pub struct Scrubber {
 
 static DEFAULT: OnceLock<Result<Scrubber, RuleError>> = OnceLock::new();
 
+/// Subsets of the built-in rules built by [`Scrubber::default_rules_for`]:
+/// (rule indices, scrubber), at most [`MAX_SUBSETS`], kept for the process.
+static SUBSETS: Mutex<Vec<(Vec<usize>, &'static Scrubber)>> = Mutex::new(Vec::new());
+
+/// Distinct rule subsets [`Scrubber::default_rules_for`] builds before it
+/// builds the whole set instead (bounds what a long-running process keeps).
+const MAX_SUBSETS: usize = 8;
+
 impl Scrubber {
     /// The built-in rule set, compiled once per process.
     pub fn default_rules() -> Result<&'static Scrubber, RuleError> {
@@ -108,6 +116,48 @@ impl Scrubber {
             .get_or_init(Scrubber::build_builtin)
             .as_ref()
             .map_err(Clone::clone)
+    }
+
+    /// A scrubber that finds in `text` what [`Scrubber::default_rules`]
+    /// finds, and scrubs it the same, built for as little as that needs: a
+    /// rule starts only at one of its keywords, so only the built-in rules
+    /// with a keyword in `text` can find anything there. The whole set
+    /// when it is built already; otherwise the rules with a keyword in
+    /// `text`, compiled once per distinct set of them (up to 8 sets per
+    /// process, then the whole set). For short texts (ids, source ids): the
+    /// keywords are looked for one by one. A URL holds only `://` of the
+    /// keywords: two rules instead of every rule's keyword automaton.
+    pub fn default_rules_for(text: &str) -> Result<&'static Scrubber, RuleError> {
+        if let Some(full) = DEFAULT.get() {
+            return full.as_ref().map_err(Clone::clone);
+        }
+        let set = rules::builtin_rules_in(text.as_bytes());
+        let mut cache = SUBSETS
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((_, s)) = cache.iter().find(|(k, _)| *k == set) {
+            return Ok(s);
+        }
+        if cache.len() >= MAX_SUBSETS {
+            drop(cache);
+            return Scrubber::default_rules();
+        }
+        let s: &'static Scrubber = Box::leak(Box::new(Scrubber::default_rules_subset(&set)?));
+        cache.push((set, s));
+        Ok(s)
+    }
+
+    /// The built-in rules with a keyword in `text`, compiled (not kept):
+    /// what [`Scrubber::default_rules_for`] builds and keeps.
+    pub fn default_rules_subset_for(text: &str) -> Result<Scrubber, RuleError> {
+        Scrubber::default_rules_subset(&rules::builtin_rules_in(text.as_bytes()))
+    }
+
+    /// The built-in rules of ascending indices `set`.
+    fn default_rules_subset(set: &[usize]) -> Result<Scrubber, RuleError> {
+        Scrubber::assemble(rules::compile_builtin_where(|i| {
+            set.binary_search(&i).is_ok()
+        })?)
     }
 
     /// Compiles a rule file (same format as `rules/default.toml`); every

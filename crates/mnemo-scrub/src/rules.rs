@@ -102,6 +102,11 @@ impl From<&Spec<'_>> for RuleSpec {
 /// `rules/default.toml` (what [`compile`] of that file gives, lazily, without
 /// parsing TOML at run time).
 pub(crate) fn compile_builtin() -> Result<Compiled, RuleError> {
+    compile_builtin_where(|_| true)
+}
+
+/// [`compile_builtin`] of the rules whose index `keep` keeps (in order).
+pub(crate) fn compile_builtin_where(keep: impl Fn(usize) -> bool) -> Result<Compiled, RuleError> {
     let file = RuleFile {
         version: Some(1),
         macros: BTreeMap::new(),
@@ -109,9 +114,48 @@ pub(crate) fn compile_builtin() -> Result<Compiled, RuleError> {
             templates: owned(builtin::TEMPLATES),
             placeholders: owned(builtin::PLACEHOLDERS),
         },
-        rules: builtin::RULES.iter().map(RuleSpec::from).collect(),
+        rules: builtin::RULES
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| keep(*i))
+            .map(|(_, r)| RuleSpec::from(r))
+            .collect(),
     };
     compile_file(file, false)
+}
+
+/// Indices (ascending) of the built-in rules with a keyword in `text`,
+/// ASCII-case-insensitively (the keywords are lowercase): at each byte,
+/// only the keywords starting with it are compared.
+pub(crate) fn builtin_rules_in(text: &[u8]) -> Vec<usize> {
+    /// Per first byte: (keyword, rule index).
+    type ByFirst = Vec<Vec<(&'static [u8], usize)>>;
+    static BY_FIRST: OnceLock<ByFirst> = OnceLock::new();
+    let by_first = BY_FIRST.get_or_init(|| {
+        let mut t: ByFirst = vec![Vec::new(); 256];
+        for (i, r) in builtin::RULES.iter().enumerate() {
+            for k in r.keywords {
+                if let Some(&f) = k.as_bytes().first() {
+                    t[usize::from(f)].push((k.as_bytes(), i));
+                }
+            }
+        }
+        t
+    });
+    let lower = text.to_ascii_lowercase();
+    let mut hit = vec![false; builtin::RULES.len()];
+    for (at, &b) in lower.iter().enumerate() {
+        for &(k, rule) in &by_first[usize::from(b)] {
+            if !hit[rule] && lower[at..].starts_with(k) {
+                hit[rule] = true;
+            }
+        }
+    }
+    hit.iter()
+        .enumerate()
+        .filter(|(_, h)| **h)
+        .map(|(i, _)| i)
+        .collect()
 }
 
 /// A compiled rule. Its data is read through accessors.

@@ -361,3 +361,56 @@ fn stream_over_100_mb_in_bounded_memory() {
     assert!(stats.peak_buffer <= opts.chunk_size + opts.carry + (1 << 20));
     assert!(stats.peak_buffer < 64 * 1024 * 1024);
 }
+
+/// The built-in rules with a keyword in a text find in it what the whole
+/// set finds, and scrub it the same: every rule's examples (alone, inside
+/// a URL, beside a second rule's example), a URL without a secret, an id
+/// with no keyword (no rule at all).
+#[test]
+fn the_rules_with_a_keyword_in_a_text_find_what_all_rules_find() {
+    let full = Scrubber::default_rules().unwrap();
+    let examples: Vec<String> = full
+        .rules()
+        .iter()
+        .flat_map(|r| r.examples().iter().chain(r.counter_examples()))
+        .enumerate()
+        .map(|(i, t)| common::expand(t, i as u64).text)
+        .collect();
+    let mut texts: Vec<String> = vec![
+        "https://example.com/last".into(),
+        "00000000-0000-4000-8000-000000000001".into(),
+        "plain words".into(),
+        String::new(),
+    ];
+    for (i, ex) in examples.iter().enumerate() {
+        texts.push(ex.clone());
+        texts.push(format!("https://example.com/?q={ex}"));
+        texts.push(format!("{ex} {}", examples[(i * 7 + 3) % examples.len()]));
+    }
+    let mut found = 0;
+    for t in &texts {
+        let sub = Scrubber::default_rules_subset_for(t).unwrap();
+        assert!(sub.rules().len() <= full.rules().len());
+        let (a, b) = (sub.find(t), full.find(t));
+        found += usize::from(!b.is_empty());
+        assert_eq!(a, b, "{t:?}");
+        assert_eq!(sub.scrub(t), full.scrub(t), "{t:?}");
+    }
+    assert!(found * 2 > texts.len(), "{found} of {}", texts.len());
+    // a URL builds the `://` rules only; plain text none
+    let url = Scrubber::default_rules_subset_for("https://example.com/last").unwrap();
+    assert!(
+        !url.rules().is_empty() && url.rules().len() <= 3,
+        "{}",
+        url.rules().len()
+    );
+    assert!(
+        url.rules()
+            .iter()
+            .all(|r| r.keywords().iter().any(|k| k == "://"))
+    );
+    let id = "00000000-0000-4000-8000-000000000001";
+    let none = Scrubber::default_rules_subset_for(id).unwrap();
+    assert!(none.rules().is_empty());
+    assert!(none.find(id).is_empty());
+}
