@@ -4,13 +4,13 @@
 
 use super::{BlockStyle, HookOutput, Host, claude, codex, parse_hook_input, render};
 use crate::collapse::{Collapser, Limits};
-use mnemo_acs::model::{Origin, Provenance, Verdict};
+use mnemo_acs::model::{Origin, Provenance, Trigger, Verdict};
 use mnemo_guardian::decide::{Decision, EntryProvenance, worst_pending_entry};
 use mnemo_guardian::policy::Policy;
 use mnemo_guardian::protocol::{
-    HostCompaction, HostPostCompaction, HostPostRecord, Transport, trigger_from_host,
+    Guardian, HostCompaction, HostPostCompaction, HostPostRecord, Transport, trigger_from_host,
 };
-use mnemo_guardian_store::open::{GuardOptions, OpenError as ServeError, open_guardian};
+use mnemo_guardian_store::open::{DynStore, GuardOptions, OpenError as ServeError, open_guardian};
 use sha2::{Digest, Sha256};
 use std::io::Read;
 
@@ -51,6 +51,25 @@ pub struct HookRun {
     /// The step id the decision was recorded under, with its chain hash
     /// (hex); `None` when the store could not record it.
     pub recorded: Option<(String, String)>,
+}
+
+/// Whether the Guardian's dry decision (nothing recorded) on a Claude Code
+/// compaction of `entries` is an allow.
+fn dry_allows(
+    guardian: &mut Guardian<DynStore>,
+    session_id: &str,
+    trigger: Trigger,
+    entries: &[EntryProvenance],
+) -> bool {
+    let probe = HostCompaction {
+        session_id,
+        agent_id: "claude-code",
+        request_id: "dry-run",
+        entries,
+        after: &[],
+        trigger,
+    };
+    guardian.dry_pre_compact_from_host(&probe).verdict == Verdict::Allow
 }
 
 /// Runs a PreCompact hook: hook JSON from `input`, transcript from its path.
@@ -126,30 +145,14 @@ pub fn run_pre_compact_with(
         let trigger = trigger_from_host(hook.trigger.as_deref().unwrap_or("auto"));
         let mut rounds = 0;
         loop {
-            let probe = HostCompaction {
-                session_id,
-                agent_id: "claude-code",
-                request_id: "dry-run",
-                entries: &g.entries,
-                after: &[],
-                trigger,
-            };
-            if guardian.dry_pre_compact_from_host(&probe).verdict != Verdict::Allow {
+            if !dry_allows(&mut guardian, session_id, trigger, &g.entries) {
                 break;
             }
             if rounds == 0
                 && let Some(worst) = worst_pending_entry(guardian.policy())
             {
                 g.entries.push(worst);
-                let probe = HostCompaction {
-                    session_id,
-                    agent_id: "claude-code",
-                    request_id: "dry-run",
-                    entries: &g.entries,
-                    after: &[],
-                    trigger,
-                };
-                let stands = guardian.dry_pre_compact_from_host(&probe).verdict == Verdict::Allow;
+                let stands = dry_allows(&mut guardian, session_id, trigger, &g.entries);
                 g.entries.pop();
                 if stands {
                     break;

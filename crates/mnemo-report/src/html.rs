@@ -7,7 +7,7 @@
 
 use std::fmt::Write as _;
 
-use mnemo_compress::gatelog::{EntryLog, SkipLog};
+use mnemo_compress::gatelog::{EntryLog, SkipLog, TrimLog};
 
 use crate::model::{BandCounts, EntryReport, GateReport, Lines, Report, SessionReport};
 
@@ -685,17 +685,8 @@ fn gates(o: &mut String, r: &Report) {
         o.push_str("<thead><tr><th scope=\"col\" class=\"n\">Gate</th><th scope=\"col\" class=\"n\">Cap</th><th scope=\"col\" class=\"n\">Before</th><th scope=\"col\" class=\"n\">After</th><th scope=\"col\">Removed</th><th scope=\"col\">Shortened</th><th scope=\"col\">Archive</th></tr></thead>\n<tbody>\n");
         for gr in rows {
             let Some(c) = &gr.record.c7 else { continue };
-            let _ = writeln!(
-                o,
-                "<tr><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                gr.record.seq,
-                half(c.cap_half_lines),
-                half(c.before_half_lines),
-                half(c.after_half_lines),
-                esc_text(&c.removed.join(", ")),
-                esc_text(&c.shortened.join(", ")),
-                esc_text(&c.archive)
-            );
+            let _ = write!(o, "<tr><td class=\"n\">{}</td>", gr.record.seq);
+            c7_cells(o, c);
         }
         o.push_str("</tbody>\n</table>\n");
         fold_close(o, folded);
@@ -705,6 +696,21 @@ fn gates(o: &mut String, r: &Report) {
     }
     trims_alone(o, r);
     o.push_str("</section>\n");
+}
+
+/// The cells of one C7 run that the gate table and the trim table share
+/// (cap, size before and after, removed, shortened, archive), and the row's end.
+fn c7_cells(o: &mut String, c: &TrimLog) {
+    let _ = writeln!(
+        o,
+        "<td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+        half(c.cap_half_lines),
+        half(c.before_half_lines),
+        half(c.after_half_lines),
+        esc_text(&c.removed.join(", ")),
+        esc_text(&c.shortened.join(", ")),
+        esc_text(&c.archive)
+    );
 }
 
 /// The table of C7 runs on their own (`mnemo trim`), when there are any.
@@ -719,19 +725,14 @@ fn trims_alone(o: &mut String, r: &Report) {
     o.push_str("<thead><tr><th scope=\"col\" class=\"n\">Line</th><th scope=\"col\">Date</th><th scope=\"col\" class=\"n\">Cap</th><th scope=\"col\" class=\"n\">Before</th><th scope=\"col\" class=\"n\">After</th><th scope=\"col\">Removed</th><th scope=\"col\">Shortened</th><th scope=\"col\">Archive</th></tr></thead>\n<tbody>\n");
     for tr in rows {
         let c = &tr.c7;
-        let _ = writeln!(
+        let _ = write!(
             o,
-            "<tr data-trim-seq=\"{}\"><th scope=\"row\" class=\"n\">{}</th><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr data-trim-seq=\"{}\"><th scope=\"row\" class=\"n\">{}</th><td>{}</td>",
             tr.seq,
             tr.seq,
-            esc_text(&tr.date),
-            half(c.cap_half_lines),
-            half(c.before_half_lines),
-            half(c.after_half_lines),
-            esc_text(&c.removed.join(", ")),
-            esc_text(&c.shortened.join(", ")),
-            esc_text(&c.archive)
+            esc_text(&tr.date)
         );
+        c7_cells(o, c);
     }
     o.push_str("</tbody>\n</table>\n");
     fold_close(o, folded);
