@@ -400,7 +400,8 @@ impl SessionStore for SqliteStore {
             self.head = None;
             self.hs = None;
             self.poisoned = false;
-            self.conn.execute_batch("BEGIN IMMEDIATE").db()?;
+            // Cached, as every statement of the write path: parsed once.
+            self.run_cached("BEGIN IMMEDIATE")?;
             self.in_tx = true;
         }
         Ok(())
@@ -411,13 +412,13 @@ impl SessionStore for SqliteStore {
             self.head = None;
             self.hs = None;
             if std::mem::take(&mut self.poisoned) {
-                let _ = self.conn.execute_batch("ROLLBACK");
+                let _ = self.run_cached("ROLLBACK");
                 return Err(StoreError::Backend(
                     "sqlite: a step of this unit of work was written only in part; nothing of it was kept"
                         .into(),
                 ));
             }
-            self.conn.execute_batch("COMMIT").db()?;
+            self.run_cached("COMMIT")?;
         }
         Ok(())
     }
@@ -427,7 +428,7 @@ impl SessionStore for SqliteStore {
             self.poisoned = false;
             self.head = None;
             self.hs = None;
-            self.conn.execute_batch("ROLLBACK").db()?;
+            self.run_cached("ROLLBACK")?;
         }
         Ok(())
     }
