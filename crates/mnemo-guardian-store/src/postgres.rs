@@ -28,7 +28,6 @@ use mnemo_postgres::postgres::Statement;
 use mnemo_postgres::postgres::types::ToSql;
 use mnemo_postgres::{Pg, PgError, PgPipe, PipeClient as Client, Step};
 use std::collections::HashMap;
-use std::sync::Arc;
 
 /// The component name of the Guardian's tables in `mnemo_schema`.
 pub const COMPONENT: &str = "guardian";
@@ -351,8 +350,8 @@ struct Locked {
 /// COMMIT.
 #[derive(Debug)]
 pub struct PostgresStore {
-    pg: PgPipe,
-    stmts: Arc<Stmts>,
+    /// The connection, with the statements prepared on it.
+    pg: PgPipe<Stmts>,
     in_tx: bool,
     /// The open transaction's BEGIN is not sent yet: it goes with its
     /// first statement (one trip to the connection fewer), and a unit of
@@ -472,11 +471,9 @@ impl PostgresStore {
                 .map_err(db)?
                 .map_err(pgerr)?;
         }
-        let pg = PgPipe::connect(url).map_err(db)?;
-        let stmts = pg.call(Stmts::prepare).map_err(db)?.map_err(pgerr)?;
+        let pg = PgPipe::connect_with(url, Stmts::prepare).map_err(db)?;
         Ok(PostgresStore {
             pg,
-            stmts: Arc::new(stmts),
             in_tx: false,
             begin_unsent: false,
             failed: false,
@@ -492,6 +489,19 @@ impl PostgresStore {
     /// and benchmarks.
     pub fn round_trips(&self) -> u64 {
         self.pg.round_trips()
+    }
+
+    /// The process id of this store's database backend
+    /// (`pg_backend_pid()`; for tests and operators matching it to
+    /// `pg_stat_activity`).
+    pub fn backend_pid(&mut self) -> Result<i32, StoreError> {
+        self.pg
+            .call(|c, _| c.query_sql("SELECT pg_backend_pid()", &[]))
+            .map_err(db)?
+            .map_err(pgerr)?
+            .first()
+            .map(|r| r.get::<_, i32>(0))
+            .ok_or_else(|| StoreError::Corrupt("pg_backend_pid() returned no row".into()))
     }
 
     /// The open transaction's view of `session`, when it holds its row
@@ -533,12 +543,11 @@ impl PostgresStore {
             .iter()
             .map(|s| self.expected.remove(s).unwrap_or_default())
             .collect();
-        let st = Arc::clone(&self.stmts);
         let pending = std::mem::take(&mut self.pending);
         let begin = std::mem::take(&mut self.begin_unsent);
         let out = self
             .pg
-            .call(move |c| {
+            .call(move |c, st| {
                 let mut steps: Vec<Step<'_>> = Vec::with_capacity(2 + 3 * todo.len());
                 if begin {
                     steps.push(Step::Simple("BEGIN"));
@@ -583,19 +592,18 @@ impl PostgresStore {
         session: &str,
         f: impl FnOnce(&mut Client, &Stmts, &str) -> Result<R, StoreError> + Send + 'static,
     ) -> Result<R, StoreError> {
-        let st = Arc::clone(&self.stmts);
         let s = session.to_string();
         if !self.in_tx {
             // A transaction of its own: BEGIN and the lock in one trip.
             return self
                 .pg
-                .call(move |c| {
+                .call(move |c, st| {
                     let locked = all_rows(c.pipeline(&[
                         Step::Simple("BEGIN"),
                         Step::Query(&st.create, vec![&s]),
                         Step::Query(&st.lock, vec![&s]),
                     ]));
-                    let out = locked.and_then(|_| f(c, &st, &s));
+                    let out = locked.and_then(|_| f(c, st, &s));
                     match &out {
                         Ok(_) => c.batch_execute("COMMIT").map_err(pgerr)?,
                         Err(_) => {
@@ -610,9 +618,9 @@ impl PostgresStore {
         let pending = std::mem::take(&mut self.pending);
         let out = self
             .pg
-            .call(move |c| {
-                pending.flush(c, &st)?;
-                f(c, &st, &s)
+            .call(move |c, st| {
+                pending.flush(c, st)?;
+                f(c, st, &s)
             })
             .map_err(db);
         match out.and_then(|o| o) {
@@ -630,11 +638,10 @@ impl PostgresStore {
         let s = session.to_string();
         // After this transaction's deferred writes, without locking.
         let pending = std::mem::take(&mut self.pending);
-        let st = Arc::clone(&self.stmts);
         let rows = self
             .pg
-            .call(move |c| {
-                pending.flush(c, &st)?;
+            .call(move |c, st| {
+                pending.flush(c, st)?;
                 c.query_sql(
                     "SELECT canonical, hash FROM guardian_chain WHERE session_id = $1 ORDER BY seq",
                     &[&s],
@@ -650,7 +657,7 @@ impl PostgresStore {
     /// Deletes every row of the Guardian's tables (tests and resets).
     pub fn clear(&mut self) -> Result<(), StoreError> {
         self.pg
-            .call(|c| {
+            .call(|c, _| {
                 c.batch_execute(
                     "TRUNCATE guardian_sessions, guardian_seen_requests, guardian_seen_nonces,
                      guardian_steps, guardian_chain, guardian_compactions,
@@ -673,9 +680,8 @@ impl PostgresStore {
             // Nothing was sent: there is no transaction to end.
             return Ok(());
         }
-        let st = Arc::clone(&self.stmts);
         self.pg
-            .call(move |c| {
+            .call(move |c, st| {
                 if !commit {
                     return c.batch_execute("ROLLBACK").map_err(pgerr);
                 }
@@ -697,8 +703,7 @@ impl PostgresStore {
     /// failure leaves rows that the next prune removes (the timestamp
     /// window refuses their replays meanwhile).
     fn prune_now(&mut self, before_ms: i64) {
-        let st = Arc::clone(&self.stmts);
-        let _ = self.pg.call(move |c| {
+        let _ = self.pg.call(move |c, st| {
             let _ = c.pipeline(&[
                 Step::Query(&st.prune_requests, vec![&before_ms]),
                 Step::Query(&st.prune_nonces, vec![&before_ms]),

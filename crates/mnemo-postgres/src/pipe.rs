@@ -7,6 +7,12 @@
 //! would one by one). What a store pays per unit of work is its round
 //! trips (each one a wake-up of the server and of this thread), so
 //! [`PgPipe::round_trips`] counts them.
+//!
+//! A connection carries state of its own that its jobs use, typically the
+//! statements prepared on it ([`PgPipe::connect_with`]): when the server
+//! drops the connection (a restart, `pg_terminate_backend`), the job that
+//! meets it fails, and the next one runs on a new connection with that
+//! state built again, so prepared statements never outlive theirs.
 
 use crate::{Connector, PgError};
 use futures_util::future::BoxFuture;
@@ -19,12 +25,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::task::Poll;
 
-type Job = Box<dyn FnOnce(&mut PipeClient) + Send>;
+type Job<T> = Box<dyn FnOnce(&mut PipeClient, &T) + Send>;
 
-/// One pipelining connection, owned by its own thread.
+/// One pipelining connection, owned by its own thread, with the state `T`
+/// its jobs share (built on each new connection).
 #[derive(Debug)]
-pub struct PgPipe {
-    jobs: mpsc::Sender<Job>,
+pub struct PgPipe<T = ()> {
+    jobs: mpsc::Sender<Job<T>>,
     calls: AtomicU64,
     trips: Arc<AtomicU64>,
 }
@@ -207,14 +214,26 @@ fn open(
     })
 }
 
-impl PgPipe {
+impl PgPipe<()> {
     /// Connects to `url` as [`crate::Pg::connect`] does (same URL forms,
-    /// same TLS options).
-    pub fn connect(url: &str) -> Result<PgPipe, PgError> {
+    /// same TLS options), without per-connection state.
+    pub fn connect(url: &str) -> Result<PgPipe<()>, PgError> {
+        PgPipe::connect_with(url, |_| Ok(()))
+    }
+}
+
+impl<T: Send + 'static> PgPipe<T> {
+    /// Connects to `url` and builds the connection's state with `init`
+    /// (preparing statements, say); `init` runs again on every connection
+    /// opened after the server dropped one.
+    pub fn connect_with(
+        url: &str,
+        init: impl Fn(&mut PipeClient) -> Result<T, postgres::Error> + Send + 'static,
+    ) -> Result<PgPipe<T>, PgError> {
         let target = crate::redact_url(url);
         let (url, connector) = crate::connector_for(url)?;
         let (ready_tx, ready_rx) = mpsc::channel::<Result<(), PgError>>();
-        let (jobs, rx) = mpsc::channel::<Job>();
+        let (jobs, rx) = mpsc::channel::<Job<T>>();
         let trips = Arc::new(AtomicU64::new(0));
         let thread_trips = trips.clone();
         std::thread::Builder::new()
@@ -231,10 +250,7 @@ impl PgPipe {
                     }
                 };
                 let client = match open(&rt, &connector, &url) {
-                    Ok(c) => {
-                        let _ = ready_tx.send(Ok(()));
-                        c
-                    }
+                    Ok(c) => c,
                     Err(source) => {
                         let _ = ready_tx.send(Err(PgError::Connect { target, source }));
                         return;
@@ -245,16 +261,33 @@ impl PgPipe {
                     client,
                     trips: thread_trips,
                 };
-                while let Ok(job) = rx.recv() {
-                    // A dropped connection (server restart) is opened again
-                    // before the next job; the job that saw it fail has
-                    // already answered its error.
-                    if pc.client.is_closed()
-                        && let Ok(c) = open(&pc.rt, &connector, &url)
-                    {
-                        pc.client = c;
+                let mut state = match init(&mut pc) {
+                    Ok(s) => {
+                        let _ = ready_tx.send(Ok(()));
+                        s
                     }
-                    job(&mut pc);
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(PgError::Db(e)));
+                        return;
+                    }
+                };
+                // Whether the state belongs to the connection in `pc`.
+                let mut fresh = true;
+                while let Ok(job) = rx.recv() {
+                    // A dropped connection (server restart) is opened again,
+                    // and its state built again, before the next job; the
+                    // job that saw it fail has already answered its error.
+                    if pc.client.is_closed() || !fresh {
+                        fresh = false;
+                        if let Ok(c) = open(&pc.rt, &connector, &url) {
+                            pc.client = c;
+                            if let Ok(s) = init(&mut pc) {
+                                state = s;
+                                fresh = true;
+                            }
+                        }
+                    }
+                    job(&mut pc, &state);
                 }
             })?;
         ready_rx.recv().map_err(|_| PgError::Gone)??;
@@ -265,16 +298,16 @@ impl PgPipe {
         })
     }
 
-    /// Runs `f` on the connection and waits for its answer.
+    /// Runs `f` on the connection, with its state, and waits for its answer.
     pub fn call<R: Send + 'static>(
         &self,
-        f: impl FnOnce(&mut PipeClient) -> R + Send + 'static,
+        f: impl FnOnce(&mut PipeClient, &T) -> R + Send + 'static,
     ) -> Result<R, PgError> {
         self.calls.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = mpsc::sync_channel(1);
         self.jobs
-            .send(Box::new(move |c: &mut PipeClient| {
-                let _ = tx.send(f(c));
+            .send(Box::new(move |c: &mut PipeClient, st: &T| {
+                let _ = tx.send(f(c, st));
             }))
             .map_err(|_| PgError::Gone)?;
         rx.recv().map_err(|_| PgError::Gone)
@@ -311,7 +344,7 @@ mod tests {
         let Some(url) = url() else { return };
         let pg = PgPipe::connect(&url).unwrap_or_else(|e| panic!("{e}"));
         let out = pg
-            .call(|c| {
+            .call(|c, ()| {
                 c.batch_execute(
                     "CREATE TABLE IF NOT EXISTS pipe_test_t (a INTEGER PRIMARY KEY); TRUNCATE pipe_test_t",
                 )?;
@@ -355,5 +388,47 @@ mod tests {
             .unwrap_or_else(|e| panic!("{e}"))
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(out, (true, 1, 2, vec![true, true, false, false, true], 2));
+    }
+
+    /// A connection the server drops is replaced before the next job, with
+    /// its state (here a statement prepared on it) built again: the job
+    /// that meets the dropped connection fails, the next one succeeds.
+    #[test]
+    fn a_dropped_connection_comes_back_with_its_statements() {
+        let Some(url) = url() else { return };
+        let pg = PgPipe::connect_with(&url, |c| c.prepare("SELECT pg_backend_pid()"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let pid = |pg: &PgPipe<Statement>| {
+            pg.call(|c, st| c.query_one(st, &[]).map(|r| r.get::<_, i32>(0)))
+                .unwrap_or_else(|e| panic!("{e}"))
+        };
+        let first = pid(&pg).unwrap_or_else(|e| panic!("{e}"));
+        let other = PgPipe::connect(&url).unwrap_or_else(|e| panic!("{e}"));
+        other
+            .call(move |c, ()| {
+                let st = c.prepare("SELECT pg_terminate_backend($1)")?;
+                c.query_one(&st, &[&first])
+            })
+            .unwrap_or_else(|e| panic!("{e}"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        // The server may need a moment to close it; the first job after
+        // that fails, then the connection is new.
+        let mut failed = false;
+        let mut again = None;
+        for _ in 0..50 {
+            match pid(&pg) {
+                Err(_) => failed = true,
+                Ok(p) if p != first => {
+                    again = Some(p);
+                    break;
+                }
+                Ok(_) => std::thread::sleep(std::time::Duration::from_millis(20)),
+            }
+        }
+        assert!(failed, "the job on the dropped connection reports it");
+        assert!(
+            again.is_some(),
+            "a new connection, its statement prepared again"
+        );
     }
 }
