@@ -33,11 +33,11 @@
 //! as a `serde_json::Value` with the same meaning, so nothing that is JSON
 //! is dropped.
 
-use super::{entry, tool_origin};
+use super::{MapOnly, entry, tool_origin};
 use mnemo_acs::model::Origin;
 use mnemo_guardian::decide::EntryProvenance;
 use serde::Deserialize;
-use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::de::{Deserializer, IgnoredAny, Visitor};
 use serde_json::Value;
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -208,27 +208,6 @@ struct Obj<'a> {
     turn_attribution: Option<Attribution>,
     #[serde(borrow, default)]
     turn_id: Option<Cow<'a, str>>,
-}
-
-/// Reads `T` (a derived struct) from a JSON object only: a derived struct
-/// also takes an array, member by member in order, where the mapping
-/// (`Value::get`) never found a member.
-struct MapOnly<T>(T);
-
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for MapOnly<T> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<T>(std::marker::PhantomData<T>);
-        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
-            type Value = T;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("an object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
-                T::deserialize(serde::de::value::MapAccessDeserializer::new(map))
-            }
-        }
-        d.deserialize_map(V(std::marker::PhantomData)).map(MapOnly)
-    }
 }
 
 /// `payload`: an object, or (as `Value::get` saw it) `null` or any other
