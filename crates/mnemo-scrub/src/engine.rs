@@ -34,12 +34,26 @@ pub(crate) struct Engine {
     /// Bytes scanned so far by this engine: many short haystacks (a tree of
     /// small files) pay for the DFA as one long one does.
     scanned: AtomicUsize,
+    /// The distinct keywords (keyword id -> keyword); empty for the built-in
+    /// rules (their table is built already).
     keywords: Vec<String>,
-    /// keyword pattern id -> rule indices
-    kw_rules: Vec<Vec<usize>>,
+    /// keyword id `k` -> the rules (indices) that list it:
+    /// `kw_rules[kw_at[k]..kw_at[k + 1]]` (the built-in rules' from `build.rs`)
+    kw_at: Cow<'static, [u32]>,
+    kw_rules: Cow<'static, [u32]>,
     templates: Option<LazyRegex>,
     placeholders: Option<LazyRegex>,
-    marker: Regex,
+}
+
+/// The regex of [`MARKER_PATTERN`], compiled on the first haystack that
+/// holds `REDACTED` (most hold none) and shared by every engine. `None`
+/// only if the constant did not compile (a unit test compiles it): then no
+/// marker is recognised, which redacts more, never less.
+fn marker() -> Option<&'static Regex> {
+    static MARKER: OnceLock<Option<Regex>> = OnceLock::new();
+    MARKER
+        .get_or_init(|| Regex::new(MARKER_PATTERN).ok())
+        .as_ref()
 }
 
 /// The shapes of our own replacement texts (and Pantheon's): a candidate is
@@ -260,7 +274,7 @@ impl Table {
     }
 
     /// The built-in keywords' table, when `keywords` are those (in order).
-    fn builtin(keywords: &[String]) -> Option<Table> {
+    fn builtin_for(keywords: &[String]) -> Option<Table> {
         if !keywords
             .iter()
             .map(String::as_str)
@@ -268,6 +282,11 @@ impl Table {
         {
             return None;
         }
+        Table::builtin()
+    }
+
+    /// The built-in keywords' table.
+    fn builtin() -> Option<Table> {
         let (rows, _) = BUILTIN_TRANS.as_chunks::<4>();
         Some(Table {
             trans: Trans::Builtin(rows.try_into().ok()?),
@@ -346,8 +365,35 @@ impl Walk {
 
 impl Engine {
     pub(crate) fn new(compiled: Compiled) -> Result<(Self, Vec<Rule>), RuleError> {
-        let (keywords, kw_rules) = keyword_table(&compiled.rules);
-        let (ac, laned) = match Table::builtin(&keywords) {
+        if compiled.builtin
+            && let Some(t) = Table::builtin()
+        {
+            // the whole built-in set: keyword ids, their rules and the
+            // automaton all come from `build.rs`
+            let engine = Engine {
+                ac: None,
+                laned: OnceLock::from(Some(t)),
+                scanned: AtomicUsize::new(0),
+                keywords: Vec::new(),
+                kw_at: Cow::Borrowed(builtin::KW_AT),
+                kw_rules: Cow::Borrowed(builtin::KW_RULES),
+                templates: compiled.templates,
+                placeholders: compiled.placeholders,
+            };
+            return Ok((engine, compiled.rules));
+        }
+        let (keywords, lists) = keyword_table(&compiled.rules);
+        let mut kw_at = vec![0u32];
+        let mut kw_rules = Vec::new();
+        for list in &lists {
+            for &ri in list {
+                kw_rules.push(u32::try_from(ri).map_err(|e| RuleError::Automaton(e.to_string()))?);
+            }
+            kw_at.push(
+                u32::try_from(kw_rules.len()).map_err(|e| RuleError::Automaton(e.to_string()))?,
+            );
+        }
+        let (ac, laned) = match Table::builtin_for(&keywords) {
             Some(t) => (None, OnceLock::from(Some(t))),
             None => (
                 Some(
@@ -357,19 +403,15 @@ impl Engine {
                 OnceLock::new(),
             ),
         };
-        let marker = Regex::new(MARKER_PATTERN).map_err(|e| RuleError::Regex {
-            id: "marker".into(),
-            message: e.to_string(),
-        })?;
         let engine = Engine {
             ac,
             laned,
             scanned: AtomicUsize::new(0),
             keywords,
-            kw_rules,
+            kw_at: Cow::Owned(kw_at),
+            kw_rules: Cow::Owned(kw_rules),
             templates: compiled.templates,
             placeholders: compiled.placeholders,
-            marker,
         };
         Ok((engine, compiled.rules))
     }
@@ -437,10 +479,15 @@ impl Engine {
             // a keyword inside our own replacement text (`[REDACTED:bearer-token]`)
             return;
         }
-        let Some(list) = self.kw_rules.get(pid) else {
+        let (Some(&a), Some(&b)) = (self.kw_at.get(pid), self.kw_at.get(pid + 1)) else {
             return;
         };
-        for &ri in list {
+        for ri in self
+            .kw_rules
+            .get(a as usize..b as usize)
+            .unwrap_or_default()
+        {
+            let ri = *ri as usize;
             let Some(rule) = rules.get(ri) else { continue };
             let Some(&cov) = scan.covered.get(ri) else {
                 continue;
@@ -486,7 +533,10 @@ impl Engine {
         if memchr::memmem::find(hay, b"REDACTED").is_none() {
             return Vec::new();
         }
-        self.marker
+        let Some(marker) = marker() else {
+            return Vec::new();
+        };
+        marker
             .find_iter(hay)
             .map(|m| (m.start(), m.end()))
             .collect()
@@ -1080,7 +1130,8 @@ mod tests {
     #[test]
     fn both_automata_report_the_same_matches() {
         let scrubber = crate::Scrubber::default_rules().expect("built-in rules load");
-        let keywords = &scrubber.engine.keywords;
+        let (keywords, _) = keyword_table(&scrubber.rules);
+        let keywords = &keywords;
         let nfa = keyword_automaton(keywords, AhoCorasickKind::ContiguousNFA).expect("nfa");
         let dfa = keyword_automaton(keywords, AhoCorasickKind::DFA).expect("dfa");
         let mut hay = String::new();
@@ -1243,6 +1294,21 @@ mod tests {
         assert!(builtin(&s));
     }
 
+    /// The marker pattern compiles, and finds the markers our replacement
+    /// styles write.
+    #[test]
+    fn the_marker_pattern_compiles() {
+        let m = marker().expect("compiles");
+        for t in [
+            "[REDACTED]",
+            "[REDACTED:github-pat]",
+            "[GITHUB TOKEN REDACTED]",
+        ] {
+            assert_eq!(m.find(t.as_bytes()).map(|m| m.len()), Some(t.len()), "{t}");
+        }
+        assert!(!m.is_match(b"REDACTED"));
+    }
+
     /// The table `build.rs` put in the binary is the one [`kwtable::build`]
     /// makes of the built-in rules' keywords now.
     #[test]
@@ -1270,6 +1336,20 @@ mod tests {
         };
         assert_eq!(shipped, p);
         assert!(p.match_lim > 0 && p.pids.len() >= keywords.len());
+        // and the keywords' rules are those of the rule list
+        let (_, lists) = keyword_table(&s.rules);
+        let shipped_lists: Vec<Vec<usize>> = builtin::KW_AT
+            .windows(2)
+            .map(|w| {
+                builtin::KW_RULES[w[0] as usize..w[1] as usize]
+                    .iter()
+                    .map(|&r| r as usize)
+                    .collect()
+            })
+            .collect();
+        assert_eq!(shipped_lists, lists);
+        assert!(s.engine.keywords.is_empty());
+        assert_eq!(s.engine.kw_at, builtin::KW_AT);
     }
 
     /// Other keywords (a user's rules, a subset of the built-in ones) get
