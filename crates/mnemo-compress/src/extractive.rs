@@ -339,7 +339,11 @@ pub fn is_warning(sentence: &str) -> bool {
 
 /// Removes a leading warning label (`Gotcha: `, `Heads up: `, `Note — `).
 pub fn strip_label(sentence: &str) -> &str {
-    let lower = sentence.to_lowercase();
+    // ASCII case folding keeps every byte where it was (the labels are
+    // ASCII): positions found in `lower` are positions in `sentence`, also
+    // when the text holds a letter whose Unicode lower case is longer or
+    // shorter (`İ`, the Kelvin sign `K`).
+    let lower = sentence.to_ascii_lowercase();
     if lower.starts_with("note that ") {
         return &sentence["note that ".len()..];
     }
@@ -365,13 +369,13 @@ pub fn strip_label(sentence: &str) -> &str {
 pub fn strip_filler(sentence: &str) -> &str {
     let mut s = sentence;
     loop {
-        let lower = s.to_lowercase();
+        // ASCII case folding: `lower` has the byte layout of `s`.
+        let lower = s.to_ascii_lowercase();
         let hit = FILLER_OPENINGS
             .iter()
             .filter(|f| lower.starts_with(*f) && s.len() > f.len() + 12)
             .max_by_key(|f| f.len());
         match hit {
-            // `lower` and `s` have the same byte layout for these ASCII openings.
             Some(f) if s.is_char_boundary(f.len()) => s = s[f.len()..].trim_start(),
             _ => return s,
         }
@@ -785,6 +789,33 @@ mod tests {
             }
         }
         assert_eq!(cut_between_facts(&"x".repeat(50), 10), "x".repeat(10));
+    }
+
+    #[test]
+    fn letters_whose_lower_case_changes_length_never_shift_a_cut() {
+        // `İ` lowers to 3 bytes, the Kelvin sign `K` and the Ohm sign `Ω`
+        // to 1 and 2: a label or filler opening found in a lowered copy
+        // must still be cut at the right byte of the text (this panicked
+        // on `Note: K is …`, a user's file).
+        for odd in ["\u{212A}", "\u{0130}", "\u{2126}", "\u{1E9E}", "\u{212B}"] {
+            let s = format!("Note: {odd} is read as GET /a/{odd} and returns 200 OK.");
+            assert_eq!(strip_label(&s), &s["Note: ".len()..]);
+            assert!(is_warning(&s));
+            let s = format!("Heads up: {odd}x must stay {odd}.");
+            assert_eq!(strip_label(&s), &s["Heads up: ".len()..]);
+            let s = format!("In this subtas{odd} we moved the API to GET /v2/{odd}.");
+            assert_eq!(strip_filler(&s), s);
+            let s = format!("Overall, I have added {odd} to purge_user(uuid) today.");
+            assert_eq!(strip_filler(&s), &s["Overall, I have ".len()..]);
+            for t in [
+                format!("{odd}: Gotcha: x"),
+                format!("Note{odd}: a b c d e f g h"),
+            ] {
+                assert_eq!(strip_label(&t), t);
+                let _ = condense(&t);
+                let _ = telegraph(&t);
+            }
+        }
     }
 
     #[test]
