@@ -67,6 +67,27 @@ const LEAD_LABELS: &[&str] = &[
     "beware",
     "important",
     "fyi",
+    "just a heads up",
+    "just a heads-up",
+    "a heads up",
+    "quick note",
+    "side note",
+    "pro tip",
+    "tl;dr",
+    "tldr",
+];
+
+/// Openings that make the rest of the sentence a warning (`Note that the
+/// sweeper …`): removed like a label, and the sentence is the gotcha.
+const WARNING_OPENINGS: &[&str] = &[
+    "note that ",
+    "please note that ",
+    "keep in mind that ",
+    "bear in mind that ",
+    "be aware that ",
+    "it's worth noting that ",
+    "it is worth noting that ",
+    "worth noting that ",
 ];
 
 /// Openings that say nothing (`So this phase was`, `I also`).
@@ -94,6 +115,37 @@ const FILLER_OPENINGS: &[&str] = &[
     "we've ",
     "i went ahead and ",
     "we went ahead and ",
+    "went ahead and ",
+    "it turns out that ",
+    "it turns out ",
+    "turns out ",
+    "as you can see, ",
+    "as mentioned, ",
+    "as mentioned earlier, ",
+    "as discussed, ",
+    "as promised, ",
+    "to be honest, ",
+    "honestly, ",
+    "long story short, ",
+    "all in all, ",
+    "in short, ",
+    "in summary, ",
+    "to summarize, ",
+    "to sum up, ",
+    "anyway, ",
+    "ok so ",
+    "okay so ",
+    "ok, ",
+    "okay, ",
+    "alright, ",
+    "good news: ",
+    "good news, ",
+    "for the record, ",
+    "after some digging, ",
+    "at this point, ",
+    "at the end of the day, ",
+    "so basically ",
+    "so basically, ",
     "i ",
     "we ",
 ];
@@ -344,8 +396,8 @@ pub fn strip_label(sentence: &str) -> &str {
     // when the text holds a letter whose Unicode lower case is longer or
     // shorter (`İ`, the Kelvin sign `K`).
     let lower = sentence.to_ascii_lowercase();
-    if lower.starts_with("note that ") {
-        return &sentence["note that ".len()..];
+    if let Some(w) = WARNING_OPENINGS.iter().find(|w| lower.starts_with(*w)) {
+        return &sentence[w.len()..];
     }
     for l in LEAD_LABELS {
         if let Some(rest) = lower.strip_prefix(l) {
@@ -464,6 +516,15 @@ const FILLER_RUNS: &[(&[&str], usize)] = &[
     (&["is", "now"], 1),
     (&["are", "now"], 1),
     (&["successfully"], 1),
+    (&["went", "ahead", "and"], 3),
+    (&["pretty", "much"], 2),
+    (&["basically"], 1),
+    (&["actually"], 1),
+    (&["really"], 1),
+    (&["essentially"], 1),
+    (&["literally"], 1),
+    (&["obviously"], 1),
+    (&["honestly"], 1),
 ];
 
 /// Runs dropped only where they open a clause (`, which is shared`).
@@ -716,6 +777,54 @@ mod tests {
         );
         // A short sentence keeps its opening (nothing would be left).
         assert_eq!(strip_filler("I fixed it."), "I fixed it.");
+    }
+
+    #[test]
+    fn chatty_openings_and_hedges_go_the_facts_stay() {
+        // Openings that only introduce what follows.
+        assert_eq!(
+            condense("It turns out that GET /v1/feed was never cached by the CDN.").as_deref(),
+            Some("GET /v1/feed was never cached by the CDN.")
+        );
+        assert_eq!(
+            condense("Long story short, we moved the queue to SQS with a 30 s visibility timeout.")
+                .as_deref(),
+            Some("moved the queue to SQS with a 30 s visibility timeout.")
+        );
+        assert_eq!(
+            condense("OK so I went ahead and bumped pgbouncer to pool_size=40.").as_deref(),
+            Some("bumped pgbouncer to pool_size=40.")
+        );
+        // Openings that announce a warning make the sentence the gotcha,
+        // kept whole (a fact-free consequence clause included).
+        for (s, rest) in [
+            (
+                "Keep in mind that the importer skips rows without an sku, so totals drift.",
+                "the importer skips rows without an sku, so totals drift.",
+            ),
+            (
+                "It's worth noting that retries reuse the same idempotency key.",
+                "retries reuse the same idempotency key.",
+            ),
+            (
+                "Just a heads up: the cache is per pod.",
+                "the cache is per pod.",
+            ),
+        ] {
+            assert!(is_warning(s), "{s}");
+            assert_eq!(condense(s).as_deref(), Some(rest), "{s}");
+        }
+        // Hedges inside a clause go; a constraint clause keeps every word.
+        assert_eq!(
+            telegraph("The worker was able to drain 1,200 jobs/min and is basically idle."),
+            "worker was able to drain 1,200 jobs/min and is idle."
+        );
+        assert_eq!(
+            telegraph("Callers really must not retry a 409."),
+            "Callers really must not retry a 409."
+        );
+        // A hedge that ends the clause, or one before a symbol, stays.
+        assert_eq!(telegraph("It works, really."), "It works, really.");
     }
 
     #[test]
