@@ -16,7 +16,7 @@ use crate::mask::{FieldMask, MaskedEntry, entry_fields, first_words, mask_entry}
 use crate::preflight::{ArtifactType, Decision, Preflight, can_compress};
 use crate::render::{EntryTokens, EntryView, confirmation};
 use crate::summary::{
-    Body, DeterministicSummarizer, Summarizer, Summary, SummaryRequest, short_file_list,
+    Body, DeterministicSummarizer, Summarizer, Summary, SummaryRequest, one_line_files,
 };
 use crate::xref::{NewRef, detect};
 
@@ -216,7 +216,7 @@ fn limit_summary(mut summary: Summary, r: &SummaryRecord, mask: &FieldMask) -> S
     }
     let files = match &summary.body {
         Body::Standard { files, .. } => files.clone(),
-        _ => short_file_list(&r.files_changed),
+        _ => one_line_files(&r.files_changed),
     };
     summary.body = Body::Standard {
         sentence: first_words(&r.summary, n),

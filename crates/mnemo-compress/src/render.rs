@@ -2,7 +2,7 @@
 //!
 //! * [`render_zz`]: `ZZ-phase{N}-context.md` in the §8 structure (the same
 //!   headings, Budget and Cross-References), with dense entries: an
-//!   expanded entry is one head line (`**Agent** — title · fields · files`)
+//!   expanded entry is one head line (`**Agent** title · fields · files`)
 //!   and its §4 lines under it, one a line without list markers, only the
 //!   gotcha labelled; the STANDARD
 //!   table has `| Agent | Summary |`, the gate's date is stated once and a
@@ -377,7 +377,7 @@ fn plain_line(l: &str) -> String {
 /// One entry as `## Priority Entries` writes it. An expanded entry:
 ///
 /// ```text
-/// **Hermes** — Auth endpoints · a.py, b.py +1
+/// **Hermes** Auth endpoints · a.py, b.py +1
 /// What changed (the agent's words).
 /// Why it matters to the next agent.
 /// Gotcha: the gotcha.
@@ -393,15 +393,18 @@ pub fn render_entry(e: &EntryView, zz_date: &str) -> String {
         Body::Critical { .. } | Body::High { .. } => {
             // No score: the band is the section; the score is in
             // `## Completed Phases`.
-            let _ = write!(o, "\n**{}**", e.agent);
-            if let Some(t) = shown_title(&e.summary, e.task.as_deref()) {
-                let _ = write!(o, " — {t}");
-            }
-            for b in &bits {
-                let _ = write!(o, " · {b}");
-            }
+            // `**Agent** title · fields · files`: the bold name ends the
+            // agent, so the first part follows after a space (a separator
+            // there is a token an entry).
+            let mut parts: Vec<String> = Vec::new();
+            parts.extend(shown_title(&e.summary, e.task.as_deref()));
+            parts.extend(bits);
             if e.fields.files && !e.summary.files.is_empty() {
-                let _ = write!(o, " · {}", short_file_list(&e.summary.files));
+                parts.push(short_file_list(&e.summary.files));
+            }
+            let _ = write!(o, "\n**{}**", e.agent);
+            if !parts.is_empty() {
+                let _ = write!(o, " {}", parts.join(" · "));
             }
             o.push('\n');
             let lines = e.summary.lines();
@@ -765,6 +768,60 @@ mod tests {
         assert_eq!(
             shown_title(&high("The default-deny NetworkPolicy"), None),
             None
+        );
+    }
+
+    #[test]
+    fn a_head_line_is_the_bold_agent_then_its_parts() {
+        let view = |title: &str, files: &[&str], status: Option<&str>| EntryView {
+            agent: "Hermes".to_string(),
+            date: "2026-10-19".to_string(),
+            phase: "1".to_string(),
+            score: 6000,
+            band: Band::High,
+            mode: Mode::Expanded,
+            status: None,
+            summary: Summary {
+                title: title.to_string(),
+                body: Body::High {
+                    what: "GET /a returns 200.".to_string(),
+                    to_next: "Call it.".to_string(),
+                },
+                files: files.iter().map(|f| f.to_string()).collect(),
+            },
+            source_summary: String::new(),
+            task: None,
+            fields: EntryFields {
+                date: true,
+                files: true,
+                status: status.map(str::to_string),
+                notes: Vec::new(),
+            },
+            tokens: EntryTokens::default(),
+        };
+        // No separator between the name and its first part.
+        assert_eq!(
+            render_entry(
+                &view("x", &["api/a.py", "api/b.py", "c.py"], None),
+                "2026-10-19"
+            ),
+            "\n**Hermes** a.py, b.py +1\nGET /a returns 200.\nCall it.\n"
+        );
+        assert_eq!(
+            render_entry(
+                &view("notes API", &["a.py"], Some("⚠️ partial")),
+                "2026-10-19"
+            )
+            .lines()
+            .nth(1),
+            Some("**Hermes** notes API · ⚠️ partial · a.py")
+        );
+        // Nothing to show: the name alone.
+        assert_eq!(
+            render_entry(&view("x", &[], None), "2026-10-19")
+                .lines()
+                .nth(1),
+            Some("**Hermes**")
         );
     }
 
