@@ -439,6 +439,39 @@ pub fn render_entry(e: &EntryView, zz_date: &str) -> String {
     o
 }
 
+/// The STANDARD table's rows, one an entry in order, except that an
+/// agent's LOW entries (half a line each, seed §4) share one row at the
+/// first one's place: their file names joined by `; `, when their other
+/// fields (date, status) are the same.
+fn standard_rows(standard: &[&EntryView], date: &str) -> String {
+    let mut rows: Vec<(Option<(String, Vec<String>)>, String)> = Vec::new();
+    for e in standard {
+        if matches!(e.summary.body, Body::Aggressive { .. }) {
+            let key = (e.agent.clone(), field_bits(e, date));
+            let cellv = e.summary.cell();
+            if let Some((_, cells)) = rows.iter_mut().find(|(k, _)| k.as_ref() == Some(&key)) {
+                cells.push_str("; ");
+                cells.push_str(&cellv);
+                continue;
+            }
+            rows.push((Some(key), cellv));
+        } else {
+            rows.push((None, render_entry(e, date)));
+        }
+    }
+    let mut o = String::new();
+    for (key, text) in rows {
+        match key {
+            Some((agent, mut bits)) => {
+                bits.push(text);
+                let _ = writeln!(o, "| {} | {} |", cell(&agent), cell(&bits.join(" · ")));
+            }
+            None => o.push_str(&text),
+        }
+    }
+    o
+}
+
 /// Renders `ZZ-phase{N}-context.md` (seed §8). `entries` are in allocation
 /// order (score descending). Subsections with no entries are left out; the
 /// Cross-References table is always written (header only when empty).
@@ -482,9 +515,7 @@ pub fn render_zz(
         pe.push_str("\n### STANDARD (1-line)\n");
         pe.push_str("| Agent | Summary |\n");
         pe.push_str("|-|-|\n");
-        for e in standard {
-            pe.push_str(&render_entry(e, date));
-        }
+        pe.push_str(&standard_rows(&standard, date));
     }
     let tokens_in: usize = entries.iter().map(|e| e.tokens.input).sum();
     let (tokens_out, exact) = count_tokens(&pe);
@@ -822,6 +853,70 @@ mod tests {
                 .lines()
                 .nth(1),
             Some("**Hermes**")
+        );
+    }
+
+    #[test]
+    fn an_agents_low_entries_share_one_row() {
+        let one = |agent: &str, body: Body, status: Option<&str>| EntryView {
+            agent: agent.to_string(),
+            date: "2026-10-19".to_string(),
+            phase: "1".to_string(),
+            score: 1000,
+            band: Band::Low,
+            mode: Mode::Aggressive,
+            status: None,
+            summary: Summary {
+                title: "x".to_string(),
+                body,
+                files: Vec::new(),
+            },
+            source_summary: String::new(),
+            task: None,
+            fields: EntryFields {
+                date: true,
+                files: true,
+                status: status.map(str::to_string),
+                notes: Vec::new(),
+            },
+            tokens: EntryTokens::default(),
+        };
+        let low = |agent: &str, files: &str| {
+            one(
+                agent,
+                Body::Aggressive {
+                    files: files.to_string(),
+                },
+                None,
+            )
+        };
+        let medium = one(
+            "Hermes",
+            Body::Standard {
+                sentence: "GET /a returns 200".to_string(),
+                files: "a.py".to_string(),
+            },
+            None,
+        );
+        let partial = one(
+            "Hermes",
+            Body::Aggressive {
+                files: "d.md".to_string(),
+            },
+            Some("⚠️ partial"),
+        );
+        let (a, b, c) = (
+            low("Hermes", "a.md, b.md +1"),
+            low("Demeter", "x.sql"),
+            low("Hermes", "c.md"),
+        );
+        let rows = standard_rows(&[&a, &medium, &b, &c, &partial], "2026-10-19");
+        assert_eq!(
+            rows,
+            "| Hermes | a.md, b.md +1; c.md |\n\
+             | Hermes | GET /a returns 200 — a.py |\n\
+             | Demeter | x.sql |\n\
+             | Hermes | ⚠️ partial · d.md |\n"
         );
     }
 
