@@ -16,7 +16,8 @@ use crate::mask::{FieldMask, MaskedEntry, entry_fields, first_words, mask_entry}
 use crate::preflight::{ArtifactType, Decision, Preflight, can_compress};
 use crate::render::{EntryTokens, EntryView, confirmation};
 use crate::summary::{
-    Body, DeterministicSummarizer, Summarizer, Summary, SummaryRequest, short_file_list,
+    Body, DeterministicSummarizer, STANDARD_SENTENCE_CAP, Summarizer, Summary, SummaryRequest,
+    one_line_files,
 };
 use crate::xref::{NewRef, detect};
 
@@ -205,18 +206,22 @@ pub fn compress_phase(
 /// A pair whose mask keeps only the first `n` characters of the summary
 /// and no semantic summary (seed §5: `* → mnemosyne`, "summary (first 60
 /// chars)") gets that as its one line, cut at a word boundary
-/// ([`first_words`]); a LOW entry stays its file names. Other pairs keep
+/// ([`first_words`]). A LOW entry is its file names (seed §4) when the
+/// mask keeps `files`; when it hides them, the entry is the summary's first
+/// words instead (the mask's limit, else [`STANDARD_SENTENCE_CAP`]), so
+/// that no file the receiver's mask hides is on its page. Other pairs keep
 /// the summarizer's lines.
 fn limit_summary(mut summary: Summary, r: &SummaryRecord, mask: &FieldMask) -> Summary {
-    let (Some(Some(n)), false) = (mask.summary, mask.summary_semantic) else {
-        return summary;
+    let low = matches!(summary.body, Body::Aggressive { .. });
+    let n = match (mask.summary, mask.summary_semantic) {
+        _ if low && mask.files => return summary,
+        (Some(Some(n)), false) => n,
+        _ if low => STANDARD_SENTENCE_CAP,
+        _ => return summary,
     };
-    if matches!(summary.body, Body::Aggressive { .. }) {
-        return summary;
-    }
     let files = match &summary.body {
         Body::Standard { files, .. } => files.clone(),
-        _ => short_file_list(&r.files_changed),
+        _ => one_line_files(&r.files_changed),
     };
     summary.body = Body::Standard {
         sentence: first_words(&r.summary, n),

@@ -2,7 +2,7 @@
 //!
 //! * [`render_zz`]: `ZZ-phase{N}-context.md` in the §8 structure (the same
 //!   headings, Budget and Cross-References), with dense entries: an
-//!   expanded entry is one head line (`**Agent** — title · fields · files`)
+//!   expanded entry is one head line (`**Agent** title · fields · files`)
 //!   and its §4 lines under it, one a line without list markers, only the
 //!   gotcha labelled; the STANDARD
 //!   table has `| Agent | Summary |`, the gate's date is stated once and a
@@ -377,7 +377,7 @@ fn plain_line(l: &str) -> String {
 /// One entry as `## Priority Entries` writes it. An expanded entry:
 ///
 /// ```text
-/// **Hermes** — Auth endpoints · a.py, b.py +1
+/// **Hermes** Auth endpoints · a.py, b.py +1
 /// What changed (the agent's words).
 /// Why it matters to the next agent.
 /// Gotcha: the gotcha.
@@ -393,15 +393,18 @@ pub fn render_entry(e: &EntryView, zz_date: &str) -> String {
         Body::Critical { .. } | Body::High { .. } => {
             // No score: the band is the section; the score is in
             // `## Completed Phases`.
-            let _ = write!(o, "\n**{}**", e.agent);
-            if let Some(t) = shown_title(&e.summary, e.task.as_deref()) {
-                let _ = write!(o, " — {t}");
-            }
-            for b in &bits {
-                let _ = write!(o, " · {b}");
-            }
+            // `**Agent** title · fields · files`: the bold name ends the
+            // agent, so the first part follows after a space (a separator
+            // there is a token an entry).
+            let mut parts: Vec<String> = Vec::new();
+            parts.extend(shown_title(&e.summary, e.task.as_deref()));
+            parts.extend(bits);
             if e.fields.files && !e.summary.files.is_empty() {
-                let _ = write!(o, " · {}", short_file_list(&e.summary.files));
+                parts.push(short_file_list(&e.summary.files));
+            }
+            let _ = write!(o, "\n**{}**", e.agent);
+            if !parts.is_empty() {
+                let _ = write!(o, " {}", parts.join(" · "));
             }
             o.push('\n');
             let lines = e.summary.lines();
@@ -431,6 +434,39 @@ pub fn render_entry(e: &EntryView, zz_date: &str) -> String {
             let mut c = bits;
             c.push(e.summary.cell());
             let _ = writeln!(o, "| {} | {} |", cell(&e.agent), cell(&c.join(" · ")));
+        }
+    }
+    o
+}
+
+/// The STANDARD table's rows, one an entry in order, except that an
+/// agent's LOW entries (half a line each, seed §4) share one row at the
+/// first one's place: their file names joined by `; `, when their other
+/// fields (date, status) are the same.
+fn standard_rows(standard: &[&EntryView], date: &str) -> String {
+    let mut rows: Vec<(Option<(String, Vec<String>)>, String)> = Vec::new();
+    for e in standard {
+        if matches!(e.summary.body, Body::Aggressive { .. }) {
+            let key = (e.agent.clone(), field_bits(e, date));
+            let cellv = e.summary.cell();
+            if let Some((_, cells)) = rows.iter_mut().find(|(k, _)| k.as_ref() == Some(&key)) {
+                cells.push_str("; ");
+                cells.push_str(&cellv);
+                continue;
+            }
+            rows.push((Some(key), cellv));
+        } else {
+            rows.push((None, render_entry(e, date)));
+        }
+    }
+    let mut o = String::new();
+    for (key, text) in rows {
+        match key {
+            Some((agent, mut bits)) => {
+                bits.push(text);
+                let _ = writeln!(o, "| {} | {} |", cell(&agent), cell(&bits.join(" · ")));
+            }
+            None => o.push_str(&text),
         }
     }
     o
@@ -479,9 +515,7 @@ pub fn render_zz(
         pe.push_str("\n### STANDARD (1-line)\n");
         pe.push_str("| Agent | Summary |\n");
         pe.push_str("|-|-|\n");
-        for e in standard {
-            pe.push_str(&render_entry(e, date));
-        }
+        pe.push_str(&standard_rows(&standard, date));
     }
     let tokens_in: usize = entries.iter().map(|e| e.tokens.input).sum();
     let (tokens_out, exact) = count_tokens(&pe);
@@ -765,6 +799,124 @@ mod tests {
         assert_eq!(
             shown_title(&high("The default-deny NetworkPolicy"), None),
             None
+        );
+    }
+
+    #[test]
+    fn a_head_line_is_the_bold_agent_then_its_parts() {
+        let view = |title: &str, files: &[&str], status: Option<&str>| EntryView {
+            agent: "Hermes".to_string(),
+            date: "2026-10-19".to_string(),
+            phase: "1".to_string(),
+            score: 6000,
+            band: Band::High,
+            mode: Mode::Expanded,
+            status: None,
+            summary: Summary {
+                title: title.to_string(),
+                body: Body::High {
+                    what: "GET /a returns 200.".to_string(),
+                    to_next: "Call it.".to_string(),
+                },
+                files: files.iter().map(|f| f.to_string()).collect(),
+            },
+            source_summary: String::new(),
+            task: None,
+            fields: EntryFields {
+                date: true,
+                files: true,
+                status: status.map(str::to_string),
+                notes: Vec::new(),
+            },
+            tokens: EntryTokens::default(),
+        };
+        // No separator between the name and its first part.
+        assert_eq!(
+            render_entry(
+                &view("x", &["api/a.py", "api/b.py", "c.py"], None),
+                "2026-10-19"
+            ),
+            "\n**Hermes** a.py, b.py +1\nGET /a returns 200.\nCall it.\n"
+        );
+        assert_eq!(
+            render_entry(
+                &view("notes API", &["a.py"], Some("⚠️ partial")),
+                "2026-10-19"
+            )
+            .lines()
+            .nth(1),
+            Some("**Hermes** notes API · ⚠️ partial · a.py")
+        );
+        // Nothing to show: the name alone.
+        assert_eq!(
+            render_entry(&view("x", &[], None), "2026-10-19")
+                .lines()
+                .nth(1),
+            Some("**Hermes**")
+        );
+    }
+
+    #[test]
+    fn an_agents_low_entries_share_one_row() {
+        let one = |agent: &str, body: Body, status: Option<&str>| EntryView {
+            agent: agent.to_string(),
+            date: "2026-10-19".to_string(),
+            phase: "1".to_string(),
+            score: 1000,
+            band: Band::Low,
+            mode: Mode::Aggressive,
+            status: None,
+            summary: Summary {
+                title: "x".to_string(),
+                body,
+                files: Vec::new(),
+            },
+            source_summary: String::new(),
+            task: None,
+            fields: EntryFields {
+                date: true,
+                files: true,
+                status: status.map(str::to_string),
+                notes: Vec::new(),
+            },
+            tokens: EntryTokens::default(),
+        };
+        let low = |agent: &str, files: &str| {
+            one(
+                agent,
+                Body::Aggressive {
+                    files: files.to_string(),
+                },
+                None,
+            )
+        };
+        let medium = one(
+            "Hermes",
+            Body::Standard {
+                sentence: "GET /a returns 200".to_string(),
+                files: "a.py".to_string(),
+            },
+            None,
+        );
+        let partial = one(
+            "Hermes",
+            Body::Aggressive {
+                files: "d.md".to_string(),
+            },
+            Some("⚠️ partial"),
+        );
+        let (a, b, c) = (
+            low("Hermes", "a.md, b.md +1"),
+            low("Demeter", "x.sql"),
+            low("Hermes", "c.md"),
+        );
+        let rows = standard_rows(&[&a, &medium, &b, &c, &partial], "2026-10-19");
+        assert_eq!(
+            rows,
+            "| Hermes | a.md, b.md +1; c.md |\n\
+             | Hermes | GET /a returns 200 — a.py |\n\
+             | Demeter | x.sql |\n\
+             | Hermes | ⚠️ partial · d.md |\n"
         );
     }
 

@@ -247,3 +247,50 @@ fn mnemosyne_gets_the_first_sixty_characters_at_a_word_boundary() {
     let lines = out.entries[0].view.summary.lines().join(" ");
     assert!(lines.contains("202 Accepted"), "{lines}");
 }
+
+/// Seed §5 masks decide what is on the page: `* → mnemosyne` keeps no
+/// files, so a LOW entry (by §4 its file names) shows the summary's first
+/// words instead; another receiver gets the file names.
+#[test]
+fn a_low_entry_shows_no_file_the_receivers_mask_hides() {
+    let config = Config::default();
+    let engine = Engine::new(&config).unwrap();
+    let records = vec![rec(
+        "prometheus",
+        Some(Status::Complete),
+        "Fixed a typo in the README and two spelling mistakes in the user guide",
+        &["docs/README.md"],
+    )];
+    let input = PhaseInput {
+        phase: "1",
+        date: "2026-06-20",
+        to: Some("mnemosyne"),
+        phases: None,
+        carry_in: HalfLines(0),
+        records: &records,
+    };
+    let summarizer = DeterministicSummarizer::new(&config);
+    let zz = |input: &PhaseInput<'_>| {
+        let out = compress_phase(&config, &engine, &summarizer, input);
+        assert_eq!(out.entries[0].view.band, Band::Low);
+        let header = ZzHeader {
+            phase: "1",
+            next_phase: None,
+            from: &["prometheus".to_string()],
+            to: &[input.to.unwrap_or_default().to_string()],
+        };
+        let views: Vec<_> = out.entries.iter().map(|e| e.view.clone()).collect();
+        render_zz(&header, &out.allocation, &views, &[])
+    };
+    let archive = zz(&input);
+    assert!(!archive.contains("README.md"), "{archive}");
+    assert!(
+        archive.contains("| Prometheus | Fixed a typo in the README and two spelling mistakes |"),
+        "{archive}"
+    );
+    let dev = zz(&PhaseInput {
+        to: Some("hermes"),
+        ..input
+    });
+    assert!(dev.contains("| Prometheus | README.md |"), "{dev}");
+}
