@@ -34,7 +34,7 @@
 //! `serde_json::Value`, so an odd line is never silently dropped if it is
 //! JSON at all.
 
-use super::entry;
+use super::{CowStr, entry};
 use mnemo_acs::model::Origin;
 use mnemo_guardian::decide::EntryProvenance;
 use serde::Deserialize;
@@ -108,14 +108,14 @@ impl<'de> Deserialize<'de> for Prefix {
 #[derive(Debug, Default)]
 struct Facts<'a> {
     kind: Cow<'a, str>,
-    uuid: Option<Cow<'a, str>>,
+    uuid: Option<CowStr<'a>>,
     compact_boundary: bool,
     is_meta: bool,
     is_summary: bool,
     content: Content<'a>,
     attachment: Option<Attachment>,
     preserved: Option<Preserved>,
-    prompt_id: Option<Cow<'a, str>>,
+    prompt_id: Option<CowStr<'a>>,
 }
 
 #[derive(Debug, Default)]
@@ -129,13 +129,13 @@ enum Content<'a> {
 #[derive(Debug, Default, Deserialize)]
 struct Block<'a> {
     #[serde(rename = "type", borrow, default)]
-    kind: Option<Cow<'a, str>>,
+    kind: Option<CowStr<'a>>,
     #[serde(borrow, default)]
-    id: Option<Cow<'a, str>>,
+    id: Option<CowStr<'a>>,
     #[serde(borrow, default)]
-    name: Option<Cow<'a, str>>,
+    name: Option<CowStr<'a>>,
     #[serde(borrow, default)]
-    tool_use_id: Option<Cow<'a, str>>,
+    tool_use_id: Option<CowStr<'a>>,
     #[serde(default)]
     text: Option<Prefix>,
     #[serde(borrow, default)]
@@ -145,7 +145,7 @@ struct Block<'a> {
 #[derive(Debug, Default, Deserialize)]
 struct Input<'a> {
     #[serde(borrow, default)]
-    url: Option<Cow<'a, str>>,
+    url: Option<CowStr<'a>>,
 }
 
 /// An `attachment` line's kind and the members that name its source.
@@ -185,11 +185,11 @@ struct Preserved {
 #[derive(Deserialize)]
 struct TypedLine<'a> {
     #[serde(rename = "type", borrow, default)]
-    kind: Option<Cow<'a, str>>,
+    kind: Option<CowStr<'a>>,
     #[serde(borrow, default)]
-    uuid: Option<Cow<'a, str>>,
+    uuid: Option<CowStr<'a>>,
     #[serde(borrow, default)]
-    subtype: Option<Cow<'a, str>>,
+    subtype: Option<CowStr<'a>>,
     #[serde(rename = "isMeta", default)]
     is_meta: Option<bool>,
     #[serde(rename = "isCompactSummary", default)]
@@ -201,7 +201,7 @@ struct TypedLine<'a> {
     #[serde(rename = "compactMetadata", default)]
     compact_metadata: Option<CompactMeta>,
     #[serde(rename = "promptId", borrow, default)]
-    prompt_id: Option<Cow<'a, str>>,
+    prompt_id: Option<CowStr<'a>>,
 }
 
 #[derive(Deserialize)]
@@ -279,7 +279,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Content<'a> {
 fn typed(line: &str) -> Option<Facts<'_>> {
     let t: TypedLine<'_> = serde_json::from_str::<crate::MapOnly<_>>(line).ok()?.0;
     Some(Facts {
-        kind: t.kind.unwrap_or(Cow::Borrowed("")),
+        kind: t.kind.map(|k| k.0).unwrap_or(Cow::Borrowed("")),
         uuid: t.uuid,
         compact_boundary: t.subtype.as_deref() == Some("compact_boundary"),
         is_meta: t.is_meta.unwrap_or(false),
@@ -299,17 +299,17 @@ fn lenient(v: &Value) -> Facts<'static> {
             items
                 .iter()
                 .map(|b| Block {
-                    kind: s(b.get("type")).map(Cow::Owned),
-                    id: s(b.get("id")).map(Cow::Owned),
-                    name: s(b.get("name")).map(Cow::Owned),
-                    tool_use_id: s(b.get("tool_use_id")).map(Cow::Owned),
+                    kind: s(b.get("type")).map(|x| CowStr(Cow::Owned(x))),
+                    id: s(b.get("id")).map(|x| CowStr(Cow::Owned(x))),
+                    name: s(b.get("name")).map(|x| CowStr(Cow::Owned(x))),
+                    tool_use_id: s(b.get("tool_use_id")).map(|x| CowStr(Cow::Owned(x))),
                     text: b.get("text").and_then(Value::as_str).map(Prefix::of),
                     input: Some(Input {
                         url: b
                             .get("input")
                             .and_then(|i| i.get("url"))
                             .and_then(Value::as_str)
-                            .map(|u| Cow::Owned(u.to_string())),
+                            .map(|u| CowStr(Cow::Owned(u.to_string()))),
                     }),
                 })
                 .collect(),
@@ -332,14 +332,14 @@ fn lenient(v: &Value) -> Facts<'static> {
         .and_then(CompactMeta::preserved);
     Facts {
         kind: Cow::Owned(s(v.get("type")).unwrap_or_default()),
-        uuid: s(v.get("uuid")).map(Cow::Owned),
+        uuid: s(v.get("uuid")).map(|x| CowStr(Cow::Owned(x))),
         compact_boundary: v.get("subtype").and_then(Value::as_str) == Some("compact_boundary"),
         is_meta: v.get("isMeta").and_then(Value::as_bool) == Some(true),
         is_summary: v.get("isCompactSummary").and_then(Value::as_bool) == Some(true),
         content,
         attachment,
         preserved,
-        prompt_id: s(v.get("promptId")).map(Cow::Owned),
+        prompt_id: s(v.get("promptId")).map(|x| CowStr(Cow::Owned(x))),
     }
 }
 

@@ -33,7 +33,7 @@
 //! as a `serde_json::Value` with the same meaning, so nothing that is JSON
 //! is dropped.
 
-use super::{MapOnly, entry, tool_origin};
+use super::{CowStr, MapOnly, entry, tool_origin};
 use mnemo_acs::model::Origin;
 use mnemo_guardian::decide::EntryProvenance;
 use serde::Deserialize;
@@ -150,7 +150,7 @@ impl<'de> Deserialize<'de> for Attribution {
         #[derive(Deserialize)]
         struct Raw<'a> {
             #[serde(borrow, default)]
-            turn_trigger: Option<Cow<'a, str>>,
+            turn_trigger: Option<CowStr<'a>>,
             #[serde(default)]
             parent_turn_id: Option<IgnoredAny>,
             #[serde(default)]
@@ -168,7 +168,7 @@ impl<'de> Deserialize<'de> for Attribution {
 #[derive(Debug, Default, Deserialize)]
 struct MessageMeta<'a> {
     #[serde(borrow, default)]
-    turn_id: Option<Cow<'a, str>>,
+    turn_id: Option<CowStr<'a>>,
 }
 
 /// Every member the mapping reads, of a rollout line, of its `payload` and
@@ -180,15 +180,15 @@ struct MessageMeta<'a> {
 #[derive(Debug, Default, Deserialize)]
 struct Obj<'a> {
     #[serde(rename = "type", borrow, default)]
-    kind: Option<Cow<'a, str>>,
+    kind: Option<CowStr<'a>>,
     #[serde(borrow, default, deserialize_with = "payload")]
     payload: Option<Box<Obj<'a>>>,
     #[serde(borrow, default)]
-    message: Option<Cow<'a, str>>,
+    message: Option<CowStr<'a>>,
     #[serde(borrow, default, deserialize_with = "history")]
     replacement_history: Option<Vec<Obj<'a>>>,
     #[serde(borrow, default)]
-    role: Option<Cow<'a, str>>,
+    role: Option<CowStr<'a>>,
     #[serde(default, deserialize_with = "blocks")]
     content: Option<Vec<Option<Text>>>,
     #[serde(
@@ -197,17 +197,17 @@ struct Obj<'a> {
         default,
         deserialize_with = "message_turn_id"
     )]
-    message_turn_id: Option<Cow<'a, str>>,
+    message_turn_id: Option<CowStr<'a>>,
     #[serde(borrow, default)]
-    name: Option<Cow<'a, str>>,
+    name: Option<CowStr<'a>>,
     #[serde(borrow, default)]
-    namespace: Option<Cow<'a, str>>,
+    namespace: Option<CowStr<'a>>,
     #[serde(borrow, default)]
-    call_id: Option<Cow<'a, str>>,
+    call_id: Option<CowStr<'a>>,
     #[serde(default)]
     turn_attribution: Option<Attribution>,
     #[serde(borrow, default)]
-    turn_id: Option<Cow<'a, str>>,
+    turn_id: Option<CowStr<'a>>,
 }
 
 /// `payload`: an object, or (as `Value::get` saw it) `null` or any other
@@ -229,7 +229,7 @@ fn blocks<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<Option<Text>>>, 
 
 fn message_turn_id<'de: 'a, 'a, D: Deserializer<'de>>(
     d: D,
-) -> Result<Option<Cow<'a, str>>, D::Error> {
+) -> Result<Option<CowStr<'a>>, D::Error> {
     let m: Option<MapOnly<MessageMeta<'a>>> = Deserialize::deserialize(d)?;
     Ok(m.and_then(|m| m.0.turn_id))
 }
@@ -241,7 +241,7 @@ impl Obj<'static> {
         let s = |k: &str| {
             v.get(k)
                 .and_then(Value::as_str)
-                .map(|x| Cow::Owned(x.to_string()))
+                .map(|x| CowStr(Cow::Owned(x.to_string())))
         };
         Obj {
             kind: s("type"),
@@ -261,7 +261,7 @@ impl Obj<'static> {
                 .get("internal_chat_message_metadata_passthrough")
                 .and_then(|m| m.get("turn_id"))
                 .and_then(Value::as_str)
-                .map(|x| Cow::Owned(x.to_string())),
+                .map(|x| CowStr(Cow::Owned(x.to_string()))),
             name: s("name"),
             namespace: s("namespace"),
             call_id: s("call_id"),
@@ -366,7 +366,7 @@ impl Mapper {
                     Some(p) => *p,
                     None => obj,
                 };
-                let message = payload.message.map(Cow::into_owned);
+                let message = payload.message.map(CowStr::into_owned);
                 let lineage = message
                     .as_deref()
                     .map(summary_id)

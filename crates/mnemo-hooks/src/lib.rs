@@ -198,6 +198,47 @@ fn provenance_id(step: &str, k: usize) -> String {
     id
 }
 
+/// A string member borrowed from the line when it holds no escape (serde
+/// borrows a `Cow<str>` field only when it is not inside an `Option`: an
+/// `Option<Cow<str>>` allocates every time).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct CowStr<'a>(pub(crate) std::borrow::Cow<'a, str>);
+
+impl CowStr<'_> {
+    pub(crate) fn into_owned(self) -> String {
+        self.0.into_owned()
+    }
+}
+
+impl std::ops::Deref for CowStr<'_> {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for CowStr<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for V<'a> {
+            type Value = CowStr<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, s: &'de str) -> Result<CowStr<'a>, E> {
+                Ok(CowStr(std::borrow::Cow::Borrowed(s)))
+            }
+            fn visit_str<E>(self, s: &str) -> Result<CowStr<'a>, E> {
+                Ok(CowStr(std::borrow::Cow::Owned(s.to_string())))
+            }
+            fn visit_string<E>(self, s: String) -> Result<CowStr<'a>, E> {
+                Ok(CowStr(std::borrow::Cow::Owned(s)))
+            }
+        }
+        d.deserialize_str(V(std::marker::PhantomData))
+    }
+}
+
 /// Reads `T` (a derived struct) from a JSON object only: a derived struct
 /// also takes an array, member by member in order, where the mappings
 /// (`Value::get`) never found a member.
@@ -221,6 +262,26 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for MapOnly<T> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn cow_str_borrows_a_member_without_escapes_inside_an_option() {
+        #[derive(serde::Deserialize)]
+        struct T<'a> {
+            #[serde(borrow)]
+            a: Option<super::CowStr<'a>>,
+            #[serde(borrow)]
+            b: Option<super::CowStr<'a>>,
+        }
+        let line = r#"{"a":"plain","b":"esc\u0041\n"}"#;
+        let t: T<'_> = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}"));
+        let (a, b) = (t.a.unwrap_or_default(), t.b.unwrap_or_default());
+        assert!(matches!(a.0, std::borrow::Cow::Borrowed("plain")), "{a:?}");
+        assert!(
+            matches!(&b.0, std::borrow::Cow::Owned(s) if s == "escA\n"),
+            "{b:?}"
+        );
+        assert!(serde_json::from_str::<T<'_>>(r#"{"a":5}"#).is_err());
+    }
+
     #[test]
     fn provenance_ids_are_step_hash_index() {
         for k in [0usize, 1, 9, 10, 99, 100, 12_345, usize::MAX] {
