@@ -59,6 +59,10 @@ case "${STORE:-memory}" in
   postgres) echo "store postgres: synchronous_commit=$(psql "$url" -Atc 'SHOW synchronous_commit' 2>/dev/null || echo '?') fsync=$(psql "$url" -Atc 'SHOW fsync' 2>/dev/null || echo '?') (COMMIT waits for its WAL flush)" ;;
 esac
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg); store ${STORE:-memory}; instances $instances; -c$conns -d${secs}s"
+# PostgreSQL: transactions committed during the run (pg_stat_database, which
+# also counts any other client of the database), to tell requests a batch.
+xacts() { psql "$url" -Atc 'SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()' 2>/dev/null || echo 0; }
+[ "${STORE:-memory}" = postgres ] && x0="$(xacts)"
 if command -v wrk >/dev/null; then
   wpids=()
   for i in $(seq 0 $((instances - 1))); do
@@ -69,6 +73,13 @@ if command -v wrk >/dev/null; then
   done
   for w in "${wpids[@]}"; do wait "$w"; done
   for i in $(seq 0 $((instances - 1))); do echo "== instance $i (port $((port + i)))"; cat "$tmp/wrk.$i"; done
+  if [ "${STORE:-memory}" = postgres ]; then
+    # pg_stat_database lags by up to its flush interval: wait for it.
+    sleep 1.2
+    x1="$(xacts)"
+    reqs="$(cat "$tmp"/wrk.* | awk '/requests in/ {s += $1} END {print s + 0}')"
+    echo "postgres: $((x1 - x0)) transactions committed during the run (any client of the database), $reqs requests: $(awk -v r="$reqs" -v x="$((x1 - x0))" 'BEGIN {printf "%.1f", (x > 0 ? r / x : 0)}') requests a transaction"
+  fi
 elif command -v oha >/dev/null; then
   echo "oha: fixed body (replays answer -32005, still a full envelope check)" >&2
   oha -z "${secs}s" -c "$conns" -m POST -H 'Content-Type: application/json' -D "$here/user-message.json" "http://127.0.0.1:$port/"

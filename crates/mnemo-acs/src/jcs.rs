@@ -142,11 +142,7 @@ fn write_string(out: &mut String, s: &str) {
     out.push('"');
     let bytes = s.as_bytes();
     let mut run = 0;
-    while let Some(off) = bytes[run..]
-        .iter()
-        .position(|&b| b < 0x20 || b == b'"' || b == b'\\')
-    {
-        let i = run + off;
+    while let Some(i) = next_escape(bytes, run) {
         // Escapes are ASCII, so `run..i` falls on char boundaries.
         out.push_str(&s[run..i]);
         let b = bytes[i];
@@ -168,9 +164,108 @@ fn write_string(out: &mut String, s: &str) {
     out.push('"');
 }
 
+/// Whether a byte needs an escape in a JSON string (RFC 8785 §3.2.2.2).
+fn needs_escape(b: u8) -> bool {
+    b < 0x20 || b == b'"' || b == b'\\'
+}
+
+/// The first index at or after `from` of a byte that needs an escape.
+/// Eight bytes at a time: a word has such a byte exactly when one of its
+/// bytes is below 0x20, or equals `"` or `\\` (the classic "has a zero
+/// byte" test, which has no false negatives); that word is then searched
+/// byte by byte.
+fn next_escape(bytes: &[u8], from: usize) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let has_zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH != 0;
+    let mut i = from;
+    while let Some(chunk) = bytes.get(i..i + 8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let w = u64::from_le_bytes(word);
+        let below_space = w.wrapping_sub(ONES * 0x20) & !w & HIGH != 0;
+        if below_space
+            || has_zero(w ^ (ONES * u64::from(b'"')))
+            || has_zero(w ^ (ONES * u64::from(b'\\')))
+        {
+            break;
+        }
+        i += 8;
+    }
+    bytes
+        .get(i..)?
+        .iter()
+        .position(|&b| needs_escape(b))
+        .map(|off| i + off)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The word-at-a-time search against the byte-by-byte definition, and
+    /// the escaped text against serde_json's (the same minimal escapes,
+    /// lowercase `\\u00xx`), on strings dense in the bytes at the edges
+    /// (0x1f, 0x20, `"`, `\\`, 0x7f, 0x80, multi-byte characters).
+    #[test]
+    fn escape_search_agrees_with_the_byte_definition() {
+        let alphabet: Vec<char> = [
+            '\u{0}',
+            '\u{8}',
+            '\t',
+            '\n',
+            '\u{c}',
+            '\r',
+            '\u{1f}',
+            ' ',
+            '!',
+            '"',
+            '#',
+            '[',
+            '\\',
+            ']',
+            'a',
+            '~',
+            '\u{7f}',
+            '\u{80}',
+            '\u{e9}',
+            '\u{20ac}',
+            '\u{fb33}',
+            '\u{1f600}',
+        ]
+        .to_vec();
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        for round in 0..3000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let len = (state % 40) as usize;
+            let plain = round % 3 == 0;
+            let text: String = (0..len)
+                .map(|k| {
+                    let r = state.rotate_left(k as u32 * 5);
+                    if plain {
+                        'x'
+                    } else {
+                        alphabet[(r % alphabet.len() as u64) as usize]
+                    }
+                })
+                .collect();
+            let b = text.as_bytes();
+            for from in 0..=b.len() {
+                let want = b[from..]
+                    .iter()
+                    .position(|&c| needs_escape(c))
+                    .map(|o| from + o);
+                assert_eq!(next_escape(b, from), want, "{text:?} from {from}");
+            }
+            let mut ours = String::new();
+            write_string(&mut ours, &text);
+            let theirs = serde_json::to_string(&text).unwrap_or_default();
+            assert_eq!(ours, theirs, "{text:?}");
+        }
+    }
+
     use serde_json::json;
 
     #[test]

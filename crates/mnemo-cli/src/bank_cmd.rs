@@ -368,60 +368,109 @@ pub fn gate(args: GateArgs, global: &Global) -> Result<ExitCode> {
 
 /// A score in ten-thousandths as `score --json` prints it: rounded half
 /// up to two decimals.
-fn score_number(ten_thousandths: u32) -> serde_json::Value {
-    serde_json::json!(f64::from(ten_thousandths.saturating_add(50) / 100) / 100.0)
+fn score_number(ten_thousandths: u32) -> f64 {
+    f64::from(ten_thousandths.saturating_add(50) / 100) / 100.0
+}
+
+// `gate --json` as structs rather than `json!` maps: the members print in
+// this order (serde_json's own map sorts them).
+#[derive(serde::Serialize)]
+struct GateJson<'a> {
+    confirmation: &'a str,
+    phase: &'a str,
+    date: &'a str,
+    feature: Option<&'a str>,
+    compressed: usize,
+    critical: usize,
+    high: usize,
+    xrefs_added: usize,
+    upsert: UpsertJson,
+    tokens: TokensJson,
+    entries: Vec<EntryJson<'a>>,
+    skipped: &'a [String],
+    dropped: &'a [ops::DroppedField],
+    flags: &'a [String],
+    trim: Option<&'a str>,
+    changed: &'a [String],
+}
+
+#[derive(serde::Serialize)]
+struct UpsertJson {
+    new: usize,
+    unchanged: usize,
+    updated: usize,
+}
+
+#[derive(serde::Serialize)]
+struct TokensJson {
+    #[serde(rename = "in")]
+    tokens_in: usize,
+    #[serde(rename = "out")]
+    tokens_out: usize,
+}
+
+#[derive(serde::Serialize)]
+struct EntryJson<'a> {
+    key: Option<&'a str>,
+    source: &'a str,
+    agent: &'a str,
+    phase: &'a str,
+    band: Option<&'static str>,
+    score: Option<f64>,
+    lines: Option<f64>,
+    tokens_in: Option<usize>,
+    tokens_out: Option<usize>,
+    action: &'static str,
+    reason: Option<&'a str>,
 }
 
 /// `gate --json`: one object (the CLI contract in docs/bank.md).
-fn gate_json(opts: &GateOptions, r: &ops::GateReport) -> serde_json::Value {
-    use serde_json::json;
-    let entries: Vec<serde_json::Value> = r
+fn gate_json<'a>(opts: &'a GateOptions, r: &'a ops::GateReport) -> GateJson<'a> {
+    let entries = r
         .outcomes
         .iter()
-        .map(|o| {
-            json!({
-                "key": o.key,
-                "source": o.source,
-                "agent": o.agent,
-                "phase": o.phase,
-                "band": o.band.map(|b| b.as_str()),
-                "score": o.score.map_or(serde_json::Value::Null, score_number),
-                "lines": o.lines.map(|l| f64::from(l.0) / 2.0),
-                "tokens_in": o.tokens_in,
-                "tokens_out": o.tokens_out,
-                "action": o.action.as_str(),
-                "reason": o.reason,
-            })
+        .map(|o| EntryJson {
+            key: o.key.as_deref(),
+            source: &o.source,
+            agent: &o.agent,
+            phase: &o.phase,
+            band: o.band.map(|b| b.as_str()),
+            score: o.score.map(score_number),
+            lines: o.lines.map(|l| f64::from(l.0) / 2.0),
+            tokens_in: o.tokens_in,
+            tokens_out: o.tokens_out,
+            action: o.action.as_str(),
+            reason: o.reason.as_deref(),
         })
         .collect();
     let sum = |f: fn(&ops::EntryOutcome) -> Option<usize>| -> usize {
         r.outcomes.iter().filter_map(f).sum()
     };
-    json!({
-        "confirmation": r.confirmation,
-        "phase": opts.phase,
-        "date": opts.date,
-        "feature": r.feature,
-        "compressed": r.entries,
-        "critical": r.critical,
-        "high": r.high,
-        "xrefs_added": r.xrefs_added,
-        "upsert": {
-            "new": r.upsert.added,
-            "unchanged": r.upsert.skipped,
-            "updated": r.upsert.replaced,
+    GateJson {
+        confirmation: &r.confirmation,
+        phase: &opts.phase,
+        date: &opts.date,
+        feature: r.feature.as_deref(),
+        compressed: r.entries,
+        critical: r.critical,
+        high: r.high,
+        xrefs_added: r.xrefs_added,
+        upsert: UpsertJson {
+            new: r.upsert.added,
+            unchanged: r.upsert.skipped,
+            updated: r.upsert.replaced,
         },
-        "tokens": {
-            "in": sum(|o| o.tokens_in),
-            "out": sum(|o| if o.key.is_some() { o.tokens_out } else { None }),
+        tokens: TokensJson {
+            tokens_in: sum(|o| o.tokens_in),
+            tokens_out: sum(|o| if o.key.is_some() { o.tokens_out } else { None }),
         },
-        "entries": entries,
-        "skipped": r.skipped,
-        "dropped": r.dropped_fields,
-        "flags": r.flags,
-        "trim": r.trim,
-        "changed": r.changed,
-    })
+        entries,
+        skipped: &r.skipped,
+        dropped: &r.dropped_fields,
+        flags: &r.flags,
+        trim: r.trim.as_deref(),
+        changed: &r.changed,
+    }
 }
 
 /// `mnemo compress` (C6).

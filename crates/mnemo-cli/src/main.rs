@@ -22,6 +22,13 @@ mod trail_cmd;
 
 use std::io::Write;
 use std::path::PathBuf;
+
+/// mimalloc in place of glibc's allocator: `guard http` allocates and
+/// frees ~180 times a request (parsed JSON, the response, hyper's read
+/// buffers), which cost ~41k of its ~213k instructions in glibc's
+/// malloc/free (callgrind, memory store; figures in bench/guardian/README.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -118,6 +125,29 @@ enum Command {
     Trail(trail_cmd::TrailArgs),
 }
 
+/// `mnemo hook …`, which the hosts run at every compaction: the parser of
+/// the hook commands alone (with the global options), not of every
+/// command. A command line it does not take whole (`--help`, `--version`,
+/// any error) goes to [`Cli`], which answers as it always does.
+#[derive(Debug, Parser)]
+#[command(name = "mnemo", version)]
+struct HookCli {
+    #[arg(long, global = true, env = "MNEMO_CONFIG")]
+    config: Option<PathBuf>,
+    #[arg(long, global = true)]
+    bank: Option<PathBuf>,
+    #[arg(long, short, global = true)]
+    quiet: bool,
+    #[command(subcommand)]
+    command: HookOnly,
+}
+
+#[derive(Debug, Subcommand)]
+enum HookOnly {
+    #[command(subcommand)]
+    Hook(guard_cmd::HookCommand),
+}
+
 /// Global options every command may use.
 #[derive(Debug, Clone)]
 pub struct Global {
@@ -134,6 +164,15 @@ fn main() -> ExitCode {
     // configuration, so that the drop-in starts as fast as the binary can.
     if std::env::args_os().nth(1).is_some_and(|a| a == "inline") {
         return inline_cmd::run_raw(std::env::args_os().skip(2).collect());
+    }
+    if std::env::args_os().nth(1).is_some_and(|a| a == "hook")
+        && let Ok(HookCli {
+            command: HookOnly::Hook(cmd),
+            quiet,
+            ..
+        }) = HookCli::try_parse()
+    {
+        return finish(guard_cmd::run_hook(cmd, quiet));
     }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -173,6 +212,11 @@ fn main() -> ExitCode {
         Command::Report(args) => report_cmd::run(args, &global),
         Command::Trail(args) => trail_cmd::run(args, &global),
     };
+    finish(result)
+}
+
+/// The exit code of a command's result (its error printed).
+fn finish(result: anyhow::Result<ExitCode>) -> ExitCode {
     match result {
         Ok(code) => code,
         // A reader that went away (`mnemo stats … | head -1`) ends the
@@ -207,5 +251,67 @@ fn report(e: &anyhow::Error) {
     }
     if let Some(h) = hint {
         let _ = writeln!(err, "  hint: {h}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// What the whole parser makes of a hook command line, and what the
+    /// hook parser makes of it (`None`: it does not take it).
+    fn both(args: &[&str]) -> (Option<String>, Option<String>) {
+        let full = match Cli::try_parse_from(args) {
+            Ok(Cli {
+                command: Command::Hook(c),
+                quiet,
+                ..
+            }) => Some(format!("{c:?} quiet={quiet}")),
+            _ => None,
+        };
+        let hook = match HookCli::try_parse_from(args) {
+            Ok(HookCli {
+                command: HookOnly::Hook(c),
+                quiet,
+                ..
+            }) => Some(format!("{c:?} quiet={quiet}")),
+            Err(_) => None,
+        };
+        (full, hook)
+    }
+
+    #[test]
+    fn the_hook_parser_reads_hook_lines_as_the_whole_parser() {
+        HookCli::command().debug_assert();
+        for line in [
+            "mnemo hook claude-code pre-compact --memory",
+            "mnemo hook claude-code pre-compact --memory --no-trail -q",
+            "mnemo hook claude-code pre-compact --block-with json --trail-budget 900",
+            "mnemo hook codex pre-compact --memory --policy p.toml",
+            "mnemo hook --quiet codex post-compact",
+            "mnemo hook claude-code post-compact --store /tmp/x.sqlite3",
+            "mnemo hook claude-code session-start",
+            "mnemo hook claude-code user-prompt-submit",
+            "mnemo hook install claude-code --print",
+            "mnemo hook codex pre-compact --config c.toml --bank b",
+        ] {
+            let args: Vec<&str> = line.split(' ').collect();
+            let (full, hook) = both(&args);
+            assert!(full.is_some(), "{line}");
+            assert_eq!(full, hook, "{line}");
+        }
+        // what the hook parser refuses goes to the whole parser
+        for line in [
+            "mnemo hook --help",
+            "mnemo hook claude-code pre-compact --help",
+            "mnemo hook --version",
+            "mnemo hook claude-code pre-compact --no-such-flag",
+            "mnemo hook claude-code user-prompt-submit --bad",
+            "mnemo hook",
+        ] {
+            let args: Vec<&str> = line.split(' ').collect();
+            assert_eq!(both(&args), (None, None), "{line}");
+        }
     }
 }

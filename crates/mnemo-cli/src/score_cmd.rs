@@ -8,7 +8,7 @@ use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
 use mnemo_model::{Format, Hundredths, Matching, SummaryRecord, parse_records};
 use mnemo_score::{Engine, Score, ScoreInput};
-use serde_json::{Map, Value, json};
+use serde::Serialize;
 
 use crate::Global;
 use crate::io_util::{hinted, load_config, read_input};
@@ -165,7 +165,8 @@ pub fn run(args: ScoreArgs, global: &Global) -> Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     if args.json {
         for (i, s) in scored.iter().enumerate() {
-            let line = json_line(&engine, i, s);
+            let line = serde_json::to_string(&json_line(&engine, i, s))
+                .context("cannot encode a score")?;
             writeln!(out, "{line}").context("cannot write to standard output")?;
         }
     } else {
@@ -174,53 +175,69 @@ pub fn run(args: ScoreArgs, global: &Global) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn h(v: Hundredths) -> Value {
-    json!(v.as_f64())
+/// One `score --json` line. A struct rather than a `json!` map, so the
+/// members print in this order (serde_json's own map sorts them).
+#[derive(Serialize)]
+struct JsonLine<'a> {
+    record: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    agent: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    phase: Option<&'a str>,
+    score: f64,
+    band: &'static str,
+    impact: f64,
+    risk: f64,
+    novelty: f64,
+    blockers: f64,
+    downstream: f64,
+    keywords_found: Vec<&'a str>,
+    explain: Pairs,
+    score_exact: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    dropped: Vec<&'a str>,
 }
 
-fn json_line(engine: &Engine, index: usize, s: &Scored) -> Value {
+/// Named members in the engine's order, as one JSON object.
+struct Pairs(Vec<(&'static str, String)>);
+
+impl Serialize for Pairs {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.0.iter().map(|(k, v)| (k, v)))
+    }
+}
+
+fn h(v: Hundredths) -> f64 {
+    v.as_f64()
+}
+
+fn json_line<'a>(engine: &'a Engine, index: usize, s: &'a Scored) -> JsonLine<'a> {
     let score = &s.score;
-    let mut obj = Map::new();
-    obj.insert("record".into(), json!(index + 1));
-    if let Some(agent) = &s.record.agent {
-        obj.insert("agent".into(), json!(agent));
-    }
-    if let Some(phase) = &s.record.phase {
-        obj.insert("phase".into(), json!(phase));
-    }
-    obj.insert("score".into(), json!(score.total.as_f64_rounded()));
-    obj.insert("band".into(), json!(score.band.as_str()));
-    obj.insert("impact".into(), h(score.impact));
-    obj.insert("risk".into(), h(score.risk));
-    obj.insert("novelty".into(), h(score.novelty));
-    obj.insert("blockers".into(), h(score.blockers));
-    obj.insert("downstream".into(), h(score.downstream));
-    let keywords: Vec<&str> = score
-        .keywords
-        .iter()
-        .filter_map(|&i| engine.keywords().get(i))
-        .map(|k| k.keyword.as_str())
-        .collect();
-    obj.insert("keywords_found".into(), json!(keywords));
-    let explain: Map<String, Value> = engine
-        .explain(score)
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), json!(v)))
-        .collect();
-    obj.insert("explain".into(), Value::Object(explain));
-    obj.insert(
-        "score_exact".into(),
-        json!(format!(
+    JsonLine {
+        record: index + 1,
+        agent: s.record.agent.as_deref(),
+        phase: s.record.phase.as_deref(),
+        score: score.total.as_f64_rounded(),
+        band: score.band.as_str(),
+        impact: h(score.impact),
+        risk: h(score.risk),
+        novelty: h(score.novelty),
+        blockers: h(score.blockers),
+        downstream: h(score.downstream),
+        keywords_found: score
+            .keywords
+            .iter()
+            .filter_map(|&i| engine.keywords().get(i))
+            .map(|k| k.keyword.as_str())
+            .collect(),
+        explain: Pairs(engine.explain(score)),
+        score_exact: format!(
             "{}.{:04}",
             score.total.ten_thousandths() / 10_000,
             score.total.ten_thousandths() % 10_000
-        )),
-    );
-    if !s.record.dropped.is_empty() {
-        let names: Vec<&str> = s.record.dropped.iter().map(|d| d.name.as_str()).collect();
-        obj.insert("dropped".into(), json!(names));
+        ),
+        dropped: s.record.dropped.iter().map(|d| d.name.as_str()).collect(),
     }
-    Value::Object(obj)
 }
 
 fn write_table(out: &mut impl Write, engine: &Engine, scored: &[Scored]) -> std::io::Result<()> {

@@ -7,7 +7,44 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use mnemo_scrub::{ReplacementStyle, Scrubber, StreamOptions};
-use serde_json::json;
+use serde::Serialize;
+
+// Structs rather than `json!` maps: their members print in this order
+// (serde_json's own map sorts them).
+#[derive(Serialize)]
+struct FindingJson<'a> {
+    #[serde(rename = "type")]
+    rule: &'a str,
+    start: usize,
+    end: usize,
+    line: usize,
+    column: usize,
+}
+
+#[derive(Serialize)]
+struct Findings<'a> {
+    findings: Vec<FindingJson<'a>>,
+}
+
+#[derive(Serialize)]
+struct RedactionJson<'a> {
+    #[serde(rename = "type")]
+    rule: &'a str,
+    start: usize,
+    end: usize,
+    replacement: &'a str,
+}
+
+#[derive(Serialize)]
+struct Scrubbed<'a> {
+    text: &'a str,
+    redactions: Vec<RedactionJson<'a>>,
+}
+
+/// JSON text of an output record (only string keys: cannot fail).
+fn json_text<T: Serialize>(v: &T) -> String {
+    serde_json::to_string(v).unwrap_or_default()
+}
 
 use crate::Global;
 use crate::io_util::read_input;
@@ -100,10 +137,16 @@ pub fn run(args: ScrubArgs, global: &Global) -> Result<ExitCode> {
                     .iter()
                     .map(|f| {
                         let (line, column) = line_col(&text, f.start);
-                        json!({"type": f.rule, "start": f.start, "end": f.end, "line": line, "column": column})
+                        FindingJson {
+                            rule: &f.rule,
+                            start: f.start,
+                            end: f.end,
+                            line,
+                            column,
+                        }
                     })
                     .collect();
-                writeln!(out, "{}", json!({ "findings": list }))?;
+                writeln!(out, "{}", json_text(&Findings { findings: list }))?;
             } else {
                 for f in &findings {
                     let (line, col) = line_col(&text, f.start);
@@ -120,12 +163,20 @@ pub fn run(args: ScrubArgs, global: &Global) -> Result<ExitCode> {
             let redactions: Vec<_> = scrubbed
                 .redactions
                 .iter()
-                .map(|r| json!({"type": r.rule, "start": r.start, "end": r.end, "replacement": r.replacement}))
+                .map(|r| RedactionJson {
+                    rule: &r.rule,
+                    start: r.start,
+                    end: r.end,
+                    replacement: &r.replacement,
+                })
                 .collect();
             writeln!(
                 out,
                 "{}",
-                json!({"text": scrubbed.text, "redactions": redactions})
+                json_text(&Scrubbed {
+                    text: &scrubbed.text,
+                    redactions
+                })
             )?;
             report_count(global, scrubbed.redactions.len(), "redaction");
         }
@@ -202,7 +253,13 @@ fn scrub_text(
                 writeln!(
                     out,
                     "{}",
-                    json!({"type": f.rule, "start": f.start, "end": f.end, "line": line, "column": col})
+                    json_text(&FindingJson {
+                        rule: &f.rule,
+                        start: f.start,
+                        end: f.end,
+                        line,
+                        column: col
+                    })
                 )?;
             } else {
                 writeln!(
@@ -219,12 +276,20 @@ fn scrub_text(
             let redactions: Vec<_> = scrubbed
                 .redactions
                 .iter()
-                .map(|r| json!({"type": r.rule, "start": r.start, "end": r.end, "replacement": r.replacement}))
+                .map(|r| RedactionJson {
+                    rule: &r.rule,
+                    start: r.start,
+                    end: r.end,
+                    replacement: &r.replacement,
+                })
                 .collect();
             writeln!(
                 out,
                 "{}",
-                json!({"text": scrubbed.text, "redactions": redactions})
+                json_text(&Scrubbed {
+                    text: &scrubbed.text,
+                    redactions
+                })
             )?;
         } else {
             out.write_all(scrubbed.text.as_bytes())?;

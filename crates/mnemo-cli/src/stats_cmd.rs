@@ -8,7 +8,6 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use mnemo_inline::python_line_count;
 use mnemo_tokens::{count_o200k, estimate};
-use serde_json::json;
 
 use crate::Global;
 use crate::io_util::{hinted, read_input};
@@ -47,14 +46,25 @@ pub fn run(args: StatsArgs, _global: &Global) -> Result<ExitCode> {
     let bytes = text.len();
     let mut out = std::io::stdout().lock();
     if args.json {
-        let v = json!({
-            "tokens": tokens,
-            "encoding": "o200k_base",
-            "tokens_estimate": estimate,
-            "lines": lines,
-            "chars": chars,
-            "bytes": bytes,
-        });
+        // A struct, not `json!`: its members print in this order.
+        #[derive(serde::Serialize)]
+        struct Stats {
+            tokens: usize,
+            encoding: &'static str,
+            tokens_estimate: usize,
+            lines: usize,
+            chars: usize,
+            bytes: usize,
+        }
+        let v = serde_json::to_string(&Stats {
+            tokens,
+            encoding: "o200k_base",
+            tokens_estimate: estimate,
+            lines,
+            chars,
+            bytes,
+        })
+        .context("cannot encode the stats")?;
         writeln!(out, "{v}")
     } else {
         writeln!(

@@ -111,8 +111,18 @@ pub fn run(args: TrailArgs, global: &Global) -> Result<ExitCode> {
                 );
             }
             if args.json {
-                let mut v = serde_json::to_value(&trail)?;
-                v["check"] = serde_json::to_value(&check)?;
+                // The trail's members in their order, then `check` (a
+                // `Value` would sort them).
+                #[derive(serde::Serialize)]
+                struct WithCheck<'a, T: serde::Serialize, C: serde::Serialize> {
+                    #[serde(flatten)]
+                    trail: &'a T,
+                    check: &'a C,
+                }
+                let v = serde_json::to_string(&WithCheck {
+                    trail: &trail,
+                    check: &check,
+                })?;
                 writeln!(out, "{v}")?;
             } else {
                 out.write_all(check.reinject.as_bytes())?;

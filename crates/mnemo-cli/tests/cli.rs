@@ -90,6 +90,87 @@ fn score_json_has_every_contract_field() {
     );
 }
 
+/// The JSON outputs keep their members in the documented order (the binary
+/// no longer builds serde_json with `preserve_order`, whose map kept
+/// insertion order; a plain `json!` map would print them sorted).
+#[test]
+fn json_outputs_keep_their_member_order() {
+    let keys_in_order = |text: &str, keys: &[&str]| {
+        let at: Vec<usize> = keys
+            .iter()
+            .map(|k| {
+                text.find(&format!("\"{k}\":"))
+                    .unwrap_or_else(|| panic!("no {k} in {text}"))
+            })
+            .collect();
+        assert!(at.windows(2).all(|w| w[0] < w[1]), "{keys:?} in {text}");
+    };
+    let (mut c, _d) = mnemo();
+    let out = c
+        .args([
+            "score",
+            "--json",
+            "--text",
+            "Refactored the user service",
+            "--from",
+            "hermes",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    keys_in_order(
+        &text,
+        &[
+            "record",
+            "score",
+            "band",
+            "impact",
+            "risk",
+            "novelty",
+            "blockers",
+            "downstream",
+            "keywords_found",
+            "explain",
+            "score_exact",
+        ],
+    );
+    keys_in_order(
+        &text,
+        &["impact", "risk", "novelty", "blockers", "downstream"],
+    );
+    let (mut c, _d) = mnemo();
+    let out = c
+        .args(["stats", "--json", "--text", "two words"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    keys_in_order(
+        &text,
+        &[
+            "tokens",
+            "encoding",
+            "tokens_estimate",
+            "lines",
+            "chars",
+            "bytes",
+        ],
+    );
+    let (mut c, _d) = mnemo();
+    let out = c
+        .args(["scrub", "--json", "-"])
+        .write_stdin("key ghp_0123456789abcdefghijABCDEFGHIJ012345\n")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    keys_in_order(
+        &text,
+        &["text", "redactions", "type", "start", "end", "replacement"],
+    );
+}
+
 #[test]
 fn score_markdown_batch_reports_dropped_fields() {
     let (mut c, _d) = mnemo();

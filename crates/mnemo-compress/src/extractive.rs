@@ -67,6 +67,27 @@ const LEAD_LABELS: &[&str] = &[
     "beware",
     "important",
     "fyi",
+    "just a heads up",
+    "just a heads-up",
+    "a heads up",
+    "quick note",
+    "side note",
+    "pro tip",
+    "tl;dr",
+    "tldr",
+];
+
+/// Openings that make the rest of the sentence a warning (`Note that the
+/// sweeper …`): removed like a label, and the sentence is the gotcha.
+const WARNING_OPENINGS: &[&str] = &[
+    "note that ",
+    "please note that ",
+    "keep in mind that ",
+    "bear in mind that ",
+    "be aware that ",
+    "it's worth noting that ",
+    "it is worth noting that ",
+    "worth noting that ",
 ];
 
 /// Openings that say nothing (`So this phase was`, `I also`).
@@ -94,6 +115,37 @@ const FILLER_OPENINGS: &[&str] = &[
     "we've ",
     "i went ahead and ",
     "we went ahead and ",
+    "went ahead and ",
+    "it turns out that ",
+    "it turns out ",
+    "turns out ",
+    "as you can see, ",
+    "as mentioned, ",
+    "as mentioned earlier, ",
+    "as discussed, ",
+    "as promised, ",
+    "to be honest, ",
+    "honestly, ",
+    "long story short, ",
+    "all in all, ",
+    "in short, ",
+    "in summary, ",
+    "to summarize, ",
+    "to sum up, ",
+    "anyway, ",
+    "ok so ",
+    "okay so ",
+    "ok, ",
+    "okay, ",
+    "alright, ",
+    "good news: ",
+    "good news, ",
+    "for the record, ",
+    "after some digging, ",
+    "at this point, ",
+    "at the end of the day, ",
+    "so basically ",
+    "so basically, ",
     "i ",
     "we ",
 ];
@@ -339,9 +391,13 @@ pub fn is_warning(sentence: &str) -> bool {
 
 /// Removes a leading warning label (`Gotcha: `, `Heads up: `, `Note — `).
 pub fn strip_label(sentence: &str) -> &str {
-    let lower = sentence.to_lowercase();
-    if lower.starts_with("note that ") {
-        return &sentence["note that ".len()..];
+    // ASCII case folding keeps every byte where it was (the labels are
+    // ASCII): positions found in `lower` are positions in `sentence`, also
+    // when the text holds a letter whose Unicode lower case is longer or
+    // shorter (`İ`, the Kelvin sign `K`).
+    let lower = sentence.to_ascii_lowercase();
+    if let Some(w) = WARNING_OPENINGS.iter().find(|w| lower.starts_with(*w)) {
+        return &sentence[w.len()..];
     }
     for l in LEAD_LABELS {
         if let Some(rest) = lower.strip_prefix(l) {
@@ -365,13 +421,13 @@ pub fn strip_label(sentence: &str) -> &str {
 pub fn strip_filler(sentence: &str) -> &str {
     let mut s = sentence;
     loop {
-        let lower = s.to_lowercase();
+        // ASCII case folding: `lower` has the byte layout of `s`.
+        let lower = s.to_ascii_lowercase();
         let hit = FILLER_OPENINGS
             .iter()
             .filter(|f| lower.starts_with(*f) && s.len() > f.len() + 12)
             .max_by_key(|f| f.len());
         match hit {
-            // `lower` and `s` have the same byte layout for these ASCII openings.
             Some(f) if s.is_char_boundary(f.len()) => s = s[f.len()..].trim_start(),
             _ => return s,
         }
@@ -460,6 +516,15 @@ const FILLER_RUNS: &[(&[&str], usize)] = &[
     (&["is", "now"], 1),
     (&["are", "now"], 1),
     (&["successfully"], 1),
+    (&["went", "ahead", "and"], 3),
+    (&["pretty", "much"], 2),
+    (&["basically"], 1),
+    (&["actually"], 1),
+    (&["really"], 1),
+    (&["essentially"], 1),
+    (&["literally"], 1),
+    (&["obviously"], 1),
+    (&["honestly"], 1),
 ];
 
 /// Runs dropped only where they open a clause (`, which is shared`).
@@ -715,6 +780,54 @@ mod tests {
     }
 
     #[test]
+    fn chatty_openings_and_hedges_go_the_facts_stay() {
+        // Openings that only introduce what follows.
+        assert_eq!(
+            condense("It turns out that GET /v1/feed was never cached by the CDN.").as_deref(),
+            Some("GET /v1/feed was never cached by the CDN.")
+        );
+        assert_eq!(
+            condense("Long story short, we moved the queue to SQS with a 30 s visibility timeout.")
+                .as_deref(),
+            Some("moved the queue to SQS with a 30 s visibility timeout.")
+        );
+        assert_eq!(
+            condense("OK so I went ahead and bumped pgbouncer to pool_size=40.").as_deref(),
+            Some("bumped pgbouncer to pool_size=40.")
+        );
+        // Openings that announce a warning make the sentence the gotcha,
+        // kept whole (a fact-free consequence clause included).
+        for (s, rest) in [
+            (
+                "Keep in mind that the importer skips rows without an sku, so totals drift.",
+                "the importer skips rows without an sku, so totals drift.",
+            ),
+            (
+                "It's worth noting that retries reuse the same idempotency key.",
+                "retries reuse the same idempotency key.",
+            ),
+            (
+                "Just a heads up: the cache is per pod.",
+                "the cache is per pod.",
+            ),
+        ] {
+            assert!(is_warning(s), "{s}");
+            assert_eq!(condense(s).as_deref(), Some(rest), "{s}");
+        }
+        // Hedges inside a clause go; a constraint clause keeps every word.
+        assert_eq!(
+            telegraph("The worker was able to drain 1,200 jobs/min and is basically idle."),
+            "worker was able to drain 1,200 jobs/min and is idle."
+        );
+        assert_eq!(
+            telegraph("Callers really must not retry a 409."),
+            "Callers really must not retry a 409."
+        );
+        // A hedge that ends the clause, or one before a symbol, stays.
+        assert_eq!(telegraph("It works, really."), "It works, really.");
+    }
+
+    #[test]
     fn telegraph_drops_leading_articles_and_filler_runs_only() {
         // A clause's leading article goes, and one before a name; other
         // articles stay (they may be part of a fact phrase, `loses the
@@ -785,6 +898,33 @@ mod tests {
             }
         }
         assert_eq!(cut_between_facts(&"x".repeat(50), 10), "x".repeat(10));
+    }
+
+    #[test]
+    fn letters_whose_lower_case_changes_length_never_shift_a_cut() {
+        // `İ` lowers to 3 bytes, the Kelvin sign `K` and the Ohm sign `Ω`
+        // to 1 and 2: a label or filler opening found in a lowered copy
+        // must still be cut at the right byte of the text (this panicked
+        // on `Note: K is …`, a user's file).
+        for odd in ["\u{212A}", "\u{0130}", "\u{2126}", "\u{1E9E}", "\u{212B}"] {
+            let s = format!("Note: {odd} is read as GET /a/{odd} and returns 200 OK.");
+            assert_eq!(strip_label(&s), &s["Note: ".len()..]);
+            assert!(is_warning(&s));
+            let s = format!("Heads up: {odd}x must stay {odd}.");
+            assert_eq!(strip_label(&s), &s["Heads up: ".len()..]);
+            let s = format!("In this subtas{odd} we moved the API to GET /v2/{odd}.");
+            assert_eq!(strip_filler(&s), s);
+            let s = format!("Overall, I have added {odd} to purge_user(uuid) today.");
+            assert_eq!(strip_filler(&s), &s["Overall, I have ".len()..]);
+            for t in [
+                format!("{odd}: Gotcha: x"),
+                format!("Note{odd}: a b c d e f g h"),
+            ] {
+                assert_eq!(strip_label(&t), t);
+                let _ = condense(&t);
+                let _ = telegraph(&t);
+            }
+        }
     }
 
     #[test]

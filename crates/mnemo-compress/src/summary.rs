@@ -1095,6 +1095,111 @@ mod tests {
     }
 
     #[test]
+    fn odd_text_never_panics_any_shape() {
+        // Pieces a user's file may hold: labels, brackets left open,
+        // quotes, backticks, letters whose lower case changes length,
+        // combining marks, emoji, long words; stitched together by a fixed
+        // pseudo-random sequence so that the run is repeatable.
+        const PIECES: &[&str] = &[
+            "Note: ",
+            "Gotcha: ",
+            "Heads up — ",
+            "So this phase was ",
+            "I have ",
+            "(",
+            ")",
+            "[",
+            "{",
+            "}",
+            "`",
+            "'",
+            "\"",
+            "<",
+            ">",
+            " — ",
+            ", ",
+            "; ",
+            ". ",
+            "! ",
+            "? ",
+            "\n",
+            "GET /a/{id}?x=1",
+            "202 Accepted",
+            "K\u{212A}",
+            "\u{0130}stanbul",
+            "\u{2126}",
+            "e\u{301}",
+            "🦀",
+            "0.0.0.0/0",
+            "ON DELETE SET NULL",
+            "never ",
+            "the ",
+            "a ",
+            "in order to ",
+            "has been ",
+            "which is ",
+            "x_y.z",
+            "a-b-c",
+            "word ",
+            "LONGWORD",
+            "é",
+            "…",
+            "e.g. ",
+            "1,000 ",
+        ];
+        let config = Config::default();
+        let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for round in 0..80 {
+            let len = (next() % 120) as usize;
+            let mut text = String::new();
+            for _ in 0..len {
+                text.push_str(PIECES[(next() % PIECES.len() as u64) as usize]);
+            }
+            let field = |k: u64| {
+                k.is_multiple_of(3)
+                    .then(|| text.chars().rev().collect::<String>())
+            };
+            let record = SummaryRecord {
+                agent: Some("hermes".into()),
+                summary: text.clone(),
+                what: field(next()),
+                why: field(next()),
+                gotcha: field(next()),
+                files_changed: vec!["api/a.go".into(), text.chars().take(30).collect()],
+                ..SummaryRecord::default()
+            };
+            for (band, mode) in [
+                (Band::Critical, Mode::Expanded),
+                (Band::High, Mode::Expanded),
+                (Band::High, Mode::Standard),
+                (Band::Medium, Mode::Standard),
+                (Band::Low, Mode::Aggressive),
+            ] {
+                let req = SummaryRequest {
+                    record: &record,
+                    band,
+                    mode,
+                    from: "hermes",
+                    to: Some("aphrodite"),
+                };
+                let s = DeterministicSummarizer::new(&config).build(&req);
+                for l in s.lines() {
+                    assert!(l.chars().count() <= LINE_CAP, "round {round}: {l}");
+                    assert!(!l.contains('\n'), "round {round}: {l:?}");
+                }
+            }
+            let _ = cut_clauses(&text, 40);
+            let _ = cut_words(&text, 40);
+        }
+    }
+
+    #[test]
     fn a_one_line_entry_over_the_cap_is_cut_outside_its_facts() {
         // The clause is longer than 80 characters and no comma ends a
         // clause before the cap: the cut never falls inside the payload.

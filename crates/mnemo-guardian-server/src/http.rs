@@ -283,7 +283,7 @@ fn error_bytes(code: i64, message: &str) -> Vec<u8> {
 
 async fn answer(req: Request<Incoming>, shared: Arc<Shared>) -> Result<Answer, Infallible> {
     let head: usize = req.method().as_str().len()
-        + req.uri().to_string().len()
+        + uri_len(req.uri())
         + req
             .headers()
             .iter()
@@ -371,6 +371,15 @@ async fn answer(req: Request<Incoming>, shared: Arc<Shared>) -> Result<Answer, I
     Ok(respond(StatusCode::OK, "application/json", reply, false))
 }
 
+/// The length of a request target as written (`Uri::to_string` without
+/// building the string: an allocation a request).
+fn uri_len(uri: &hyper::Uri) -> usize {
+    uri.scheme_str().map_or(0, |s| s.len() + 3)
+        + uri.authority().map_or(0, |a| a.as_str().len())
+        + uri.path().len()
+        + uri.query().map_or(0, |q| q.len() + 1)
+}
+
 fn unavailable() -> Answer {
     respond(
         StatusCode::SERVICE_UNAVAILABLE,
@@ -378,4 +387,17 @@ fn unavailable() -> Answer {
         error_bytes(-32603, "guardian unavailable"),
         true,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn uri_len_is_the_length_of_the_written_target() {
+        for t in ["/", "/x?y=1", "http://h:1/a?b", "h:80", "*", "http://h"] {
+            let Ok(u) = t.parse::<hyper::Uri>() else {
+                panic!("{t}")
+            };
+            assert_eq!(super::uri_len(&u), u.to_string().len(), "{t}");
+        }
+    }
 }

@@ -24,10 +24,10 @@ use mnemo_acs::model::{Origin, Provenance};
 use mnemo_guardian::store::{
     CompactionRecord, SessionHandshake, SessionStore, StepRecord, StoreError,
 };
-use mnemo_postgres::postgres::{Client, Statement};
-use mnemo_postgres::{Pg, PgError};
+use mnemo_postgres::postgres::Statement;
+use mnemo_postgres::postgres::types::ToSql;
+use mnemo_postgres::{Pg, PgError, PgPipe, PipeClient as Client, Step};
 use std::collections::HashMap;
-use std::sync::Arc;
 
 /// The component name of the Guardian's tables in `mnemo_schema`.
 pub const COMPONENT: &str = "guardian";
@@ -113,6 +113,8 @@ struct Stmts {
     record_compaction: Statement,
     last_compaction: Statement,
     count_turn_call: Statement,
+    prune_requests: Statement,
+    prune_nonces: Statement,
 }
 
 impl Stmts {
@@ -227,6 +229,13 @@ impl Stmts {
                  ON CONFLICT (session_id, turn_id, budget) DO UPDATE SET calls = guardian_turn_calls.calls + 1
                  RETURNING calls",
             )?,
+            // Skipping rows another transaction holds: never waits.
+            prune_requests: c.prepare(
+                "DELETE FROM guardian_seen_requests WHERE ctid IN (SELECT ctid FROM guardian_seen_requests WHERE at_ms < $1 FOR UPDATE SKIP LOCKED)",
+            )?,
+            prune_nonces: c.prepare(
+                "DELETE FROM guardian_seen_nonces WHERE ctid IN (SELECT ctid FROM guardian_seen_nonces WHERE at_ms < $1 FOR UPDATE SKIP LOCKED)",
+            )?,
         })
     }
 }
@@ -275,38 +284,39 @@ impl Pending {
             && self.step_seq.is_empty()
     }
 
+    /// The flush statement's parameters ([`Stmts::flush`]).
+    fn params(&self) -> Vec<&(dyn ToSql + Sync)> {
+        vec![
+            &self.req_session,
+            &self.req_id,
+            &self.req_at,
+            &self.nonce_session,
+            &self.nonce,
+            &self.nonce_at,
+            &self.chain_session,
+            &self.chain_seq,
+            &self.chain_canonical,
+            &self.chain_hash,
+            &self.step_session,
+            &self.step_seq,
+            &self.step_id,
+            &self.step_method,
+            &self.step_provenance,
+            &self.origin_session,
+            &self.origin,
+            &self.origin_seq,
+            &self.node_session,
+            &self.node_id,
+            &self.node_seq,
+            &self.node,
+        ]
+    }
+
     fn flush(&self, c: &mut Client, st: &Stmts) -> Result<(), StoreError> {
         if self.is_empty() {
             return Ok(());
         }
-        c.execute(
-            &st.flush,
-            &[
-                &self.req_session,
-                &self.req_id,
-                &self.req_at,
-                &self.nonce_session,
-                &self.nonce,
-                &self.nonce_at,
-                &self.chain_session,
-                &self.chain_seq,
-                &self.chain_canonical,
-                &self.chain_hash,
-                &self.step_session,
-                &self.step_seq,
-                &self.step_id,
-                &self.step_method,
-                &self.step_provenance,
-                &self.origin_session,
-                &self.origin,
-                &self.origin_seq,
-                &self.node_session,
-                &self.node_id,
-                &self.node_seq,
-                &self.node,
-            ],
-        )
-        .map_err(pgerr)?;
+        c.execute(&st.flush, &self.params()).map_err(pgerr)?;
         Ok(())
     }
 }
@@ -332,13 +342,16 @@ struct Locked {
 /// thread and back), so a unit of work defers the writes whose outcome it
 /// can know under its row lock (replay marks of announced ids, chain
 /// entries and steps numbered above the session's last) and sends them in
-/// one statement before its next statement or at commit: a batch of
-/// `steps/userMessage`s costs BEGIN, the lock and the session's state per
-/// session, one write and COMMIT, whatever its size.
+/// one statement before its next statement or at commit, and it sends
+/// statements that need no answer in between at once (pipelined,
+/// [`mnemo_postgres::PgPipe`]): a batch of `steps/userMessage`s waits
+/// twice, whatever its size and however many sessions it spans — once for
+/// BEGIN with every session's row, lock and state, once for its rows with
+/// COMMIT.
 #[derive(Debug)]
 pub struct PostgresStore {
-    pg: Pg,
-    stmts: Arc<Stmts>,
+    /// The connection, with the statements prepared on it.
+    pg: PgPipe<Stmts>,
     in_tx: bool,
     /// The open transaction's BEGIN is not sent yet: it goes with its
     /// first statement (one trip to the connection fewer), and a unit of
@@ -387,32 +400,37 @@ fn seq_i64(seq: u64) -> Result<i64, StoreError> {
     i64::try_from(seq).map_err(|_| StoreError::Corrupt(format!("step number {seq}")))
 }
 
-/// Locks (creating it when new) one session row; its handshake.
-fn lock_row(
-    c: &mut Client,
-    st: &Stmts,
-    session: &str,
-) -> Result<Option<SessionHandshake>, mnemo_postgres::postgres::Error> {
-    if let Some(row) = c.query_opt(&st.lock, &[&session])? {
-        return Ok(handshake_from(row.get(0), row.get(1)));
-    }
-    c.execute(&st.create, &[&session])?;
-    let row = c.query_one(&st.lock, &[&session])?;
-    Ok(handshake_from(row.get(0), row.get(1)))
+type Rows = Vec<mnemo_postgres::postgres::Row>;
+
+/// A pipeline's rows, step by step, or its first failure (after a failed
+/// step the later ones only say that the transaction is aborted).
+fn all_rows(
+    results: Vec<Result<Rows, mnemo_postgres::postgres::Error>>,
+) -> Result<Vec<Rows>, StoreError> {
+    results.into_iter().map(|r| r.map_err(pgerr)).collect()
 }
 
-/// Reads a just-locked session's state ([`Stmts::state`]).
-fn read_state(
-    c: &mut Client,
-    st: &Stmts,
-    session: &str,
-    handshake: Option<SessionHandshake>,
+/// What a just-locked session's state row says ([`Stmts::state`]), with
+/// the handshake its lock read.
+fn locked_from(
+    lock: &Rows,
+    state: &Rows,
     ids: Vec<String>,
     nonces: Vec<String>,
 ) -> Result<Locked, StoreError> {
-    let row = c
-        .query_one(&st.state, &[&session, &ids, &nonces])
-        .map_err(pgerr)?;
+    let handshake = match lock.first() {
+        Some(row) => handshake_from(row.get(0), row.get(1)),
+        None => {
+            return Err(StoreError::Corrupt(
+                "postgres: the session row was not there to lock".into(),
+            ));
+        }
+    };
+    let Some(row) = state.first() else {
+        return Err(StoreError::Corrupt(
+            "postgres: the session state query returned no row".into(),
+        ));
+    };
     let head = match (
         row.get::<_, Option<i64>>(0),
         row.get::<_, Option<Vec<u8>>>(1),
@@ -444,15 +462,18 @@ impl PostgresStore {
     /// Connects to `url`, applies the Guardian's migrations (refusing a
     /// database a newer mnemo wrote) and prepares its statements.
     pub fn open(url: &str) -> Result<Self, StoreError> {
-        let pg = Pg::connect(url).map_err(db)?;
-        pg.migrate(COMPONENT, MIGRATIONS).map_err(db)?;
-        pg.call(|c| c.batch_execute(ADD_COLUMNS))
-            .map_err(db)?
-            .map_err(pgerr)?;
-        let stmts = pg.call(Stmts::prepare).map_err(db)?.map_err(pgerr)?;
+        // Migrations on a connection of their own (the driver's
+        // transactions), closed when done; the store's on a pipelining one.
+        {
+            let mig = Pg::connect(url).map_err(db)?;
+            mig.migrate(COMPONENT, MIGRATIONS).map_err(db)?;
+            mig.call(|c| c.batch_execute(ADD_COLUMNS))
+                .map_err(db)?
+                .map_err(pgerr)?;
+        }
+        let pg = PgPipe::connect_with(url, Stmts::prepare).map_err(db)?;
         Ok(PostgresStore {
             pg,
-            stmts: Arc::new(stmts),
             in_tx: false,
             begin_unsent: false,
             failed: false,
@@ -463,10 +484,24 @@ impl PostgresStore {
         })
     }
 
-    /// How many times this store has waited for its connection (each is
-    /// at least one round trip to the database); for tests and benchmarks.
+    /// How many times this store has waited for the database (a
+    /// statement, or several sent at once): its round trips; for tests
+    /// and benchmarks.
     pub fn round_trips(&self) -> u64 {
-        self.pg.calls()
+        self.pg.round_trips()
+    }
+
+    /// The process id of this store's database backend
+    /// (`pg_backend_pid()`; for tests and operators matching it to
+    /// `pg_stat_activity`).
+    pub fn backend_pid(&mut self) -> Result<i32, StoreError> {
+        self.pg
+            .call(|c, _| c.query_sql("SELECT pg_backend_pid()", &[]))
+            .map_err(db)?
+            .map_err(pgerr)?
+            .first()
+            .map(|r| r.get::<_, i32>(0))
+            .ok_or_else(|| StoreError::Corrupt("pg_backend_pid() returned no row".into()))
     }
 
     /// The open transaction's view of `session`, when it holds its row
@@ -483,71 +518,115 @@ impl PostgresStore {
     /// unless it holds it already.
     fn lock(&mut self, session: &str) -> Result<(), StoreError> {
         if self.in_tx && !self.locked.contains_key(session) {
-            self.with_session(session, |_, _, _| Ok(()))?;
+            self.lock_many(&[session])?;
         }
         Ok(())
     }
 
+    /// Inside the open transaction, locks those of `sessions` it does not
+    /// hold yet, in the order given, and reads each one's state: one round
+    /// trip for all of them, the transaction's BEGIN and the writes
+    /// deferred so far included (each session: create its row if new,
+    /// lock it, then read its state in a statement of its own, which
+    /// therefore sees what the previous holder committed).
+    fn lock_many(&mut self, sessions: &[&str]) -> Result<(), StoreError> {
+        let mut todo: Vec<String> = Vec::new();
+        for s in sessions {
+            if !self.locked.contains_key(*s) && !todo.iter().any(|t| t == s) {
+                todo.push((*s).to_string());
+            }
+        }
+        if !self.in_tx || todo.is_empty() {
+            return Ok(());
+        }
+        let expects: Vec<(Vec<String>, Vec<String>)> = todo
+            .iter()
+            .map(|s| self.expected.remove(s).unwrap_or_default())
+            .collect();
+        let pending = std::mem::take(&mut self.pending);
+        let begin = std::mem::take(&mut self.begin_unsent);
+        let out = self
+            .pg
+            .call(move |c, st| {
+                let mut steps: Vec<Step<'_>> = Vec::with_capacity(2 + 3 * todo.len());
+                if begin {
+                    steps.push(Step::Simple("BEGIN"));
+                }
+                if !pending.is_empty() {
+                    steps.push(Step::Query(&st.flush, pending.params()));
+                }
+                let first = steps.len();
+                for (s, (ids, nonces)) in todo.iter().zip(&expects) {
+                    steps.push(Step::Query(&st.create, vec![s]));
+                    steps.push(Step::Query(&st.lock, vec![s]));
+                    steps.push(Step::Query(&st.state, vec![s, ids, nonces]));
+                }
+                let rows = all_rows(c.pipeline(&steps))?;
+                drop(steps);
+                let mut locked = Vec::with_capacity(todo.len());
+                for (i, (s, (ids, nonces))) in todo.into_iter().zip(expects).enumerate() {
+                    let at = first + 3 * i;
+                    locked.push((s, locked_from(&rows[at + 1], &rows[at + 2], ids, nonces)?));
+                }
+                Ok::<_, StoreError>(locked)
+            })
+            .map_err(db);
+        match out.and_then(|o| o) {
+            Ok(locked) => {
+                self.locked.extend(locked);
+                Ok(())
+            }
+            Err(e) => {
+                self.failed = true;
+                Err(e)
+            }
+        }
+    }
+
     /// Runs `f` on the connection with `session` locked: inside the open
     /// transaction (locking the session on first use and reading its
-    /// state, after sending the deferred writes), or in a transaction of
+    /// state, then sending the deferred writes), or in a transaction of
     /// its own when none is open.
     fn with_session<R: Send + 'static>(
         &mut self,
         session: &str,
         f: impl FnOnce(&mut Client, &Stmts, &str) -> Result<R, StoreError> + Send + 'static,
     ) -> Result<R, StoreError> {
-        let st = Arc::clone(&self.stmts);
         let s = session.to_string();
-        let own_tx = !self.in_tx;
-        let need_lock = own_tx || !self.locked.contains_key(session);
-        let expect =
-            (!own_tx && need_lock).then(|| self.expected.remove(session).unwrap_or_default());
-        let pending = std::mem::take(&mut self.pending);
-        let begin = own_tx || std::mem::take(&mut self.begin_unsent);
-        let out = self
-            .pg
-            .call(move |c| {
-                if begin {
-                    c.batch_execute("BEGIN").map_err(pgerr)?;
-                }
-                let run = |c: &mut Client| {
-                    pending.flush(c, &st)?;
-                    let locked = if need_lock {
-                        let hs = lock_row(c, &st, &s).map_err(pgerr)?;
-                        match expect {
-                            Some((ids, nonces)) => Some(read_state(c, &st, &s, hs, ids, nonces)?),
-                            None => None,
-                        }
-                    } else {
-                        None
-                    };
-                    let r = f(c, &st, &s)?;
-                    Ok::<_, StoreError>((locked, r))
-                };
-                let out = run(c);
-                if own_tx {
+        if !self.in_tx {
+            // A transaction of its own: BEGIN and the lock in one trip.
+            return self
+                .pg
+                .call(move |c, st| {
+                    let locked = all_rows(c.pipeline(&[
+                        Step::Simple("BEGIN"),
+                        Step::Query(&st.create, vec![&s]),
+                        Step::Query(&st.lock, vec![&s]),
+                    ]));
+                    let out = locked.and_then(|_| f(c, st, &s));
                     match &out {
                         Ok(_) => c.batch_execute("COMMIT").map_err(pgerr)?,
                         Err(_) => {
                             let _ = c.batch_execute("ROLLBACK");
                         }
                     }
-                }
-                out
+                    out
+                })
+                .map_err(db)?;
+        }
+        self.lock(session)?;
+        let pending = std::mem::take(&mut self.pending);
+        let out = self
+            .pg
+            .call(move |c, st| {
+                pending.flush(c, st)?;
+                f(c, st, &s)
             })
             .map_err(db);
         match out.and_then(|o| o) {
-            Ok((locked, r)) => {
-                if let Some(l) = locked {
-                    self.locked.insert(session.to_string(), l);
-                }
-                Ok(r)
-            }
+            Ok(r) => Ok(r),
             Err(e) => {
-                if !own_tx {
-                    self.failed = true;
-                }
+                self.failed = true;
                 Err(e)
             }
         }
@@ -559,12 +638,11 @@ impl PostgresStore {
         let s = session.to_string();
         // After this transaction's deferred writes, without locking.
         let pending = std::mem::take(&mut self.pending);
-        let st = Arc::clone(&self.stmts);
         let rows = self
             .pg
-            .call(move |c| {
-                pending.flush(c, &st)?;
-                c.query(
+            .call(move |c, st| {
+                pending.flush(c, st)?;
+                c.query_sql(
                     "SELECT canonical, hash FROM guardian_chain WHERE session_id = $1 ORDER BY seq",
                     &[&s],
                 )
@@ -579,7 +657,7 @@ impl PostgresStore {
     /// Deletes every row of the Guardian's tables (tests and resets).
     pub fn clear(&mut self) -> Result<(), StoreError> {
         self.pg
-            .call(|c| {
+            .call(|c, _| {
                 c.batch_execute(
                     "TRUNCATE guardian_sessions, guardian_seen_requests, guardian_seen_nonces,
                      guardian_steps, guardian_chain, guardian_compactions,
@@ -602,17 +680,20 @@ impl PostgresStore {
             // Nothing was sent: there is no transaction to end.
             return Ok(());
         }
-        let st = Arc::clone(&self.stmts);
         self.pg
-            .call(move |c| {
+            .call(move |c, st| {
                 if !commit {
                     return c.batch_execute("ROLLBACK").map_err(pgerr);
                 }
-                if let Err(e) = pending.flush(c, &st) {
-                    let _ = c.batch_execute("ROLLBACK");
-                    return Err(e);
+                // The deferred rows and COMMIT in one trip: when the rows
+                // fail, the transaction is aborted and its COMMIT rolls
+                // back; the rows' error is the answer.
+                let mut steps = Vec::with_capacity(2);
+                if !pending.is_empty() {
+                    steps.push(Step::Query(&st.flush, pending.params()));
                 }
-                c.batch_execute("COMMIT").map_err(pgerr)
+                steps.push(Step::Simple("COMMIT"));
+                all_rows(c.pipeline(&steps)).map(drop)
             })
             .map_err(db)?
     }
@@ -622,13 +703,11 @@ impl PostgresStore {
     /// failure leaves rows that the next prune removes (the timestamp
     /// window refuses their replays meanwhile).
     fn prune_now(&mut self, before_ms: i64) {
-        let _ = self.pg.call(move |c| {
-            for table in ["guardian_seen_requests", "guardian_seen_nonces"] {
-                let sql = format!(
-                    "DELETE FROM {table} WHERE ctid IN (SELECT ctid FROM {table} WHERE at_ms < $1 FOR UPDATE SKIP LOCKED)"
-                );
-                let _ = c.execute(&sql, &[&before_ms]);
-            }
+        let _ = self.pg.call(move |c, st| {
+            let _ = c.pipeline(&[
+                Step::Query(&st.prune_requests, vec![&before_ms]),
+                Step::Query(&st.prune_nonces, vec![&before_ms]),
+            ]);
         });
     }
 }
@@ -668,10 +747,7 @@ impl SessionStore for PostgresStore {
         Ok(())
     }
     fn lock_sessions(&mut self, sessions: &[&str]) -> Result<(), StoreError> {
-        for s in sessions {
-            self.lock(s)?;
-        }
-        Ok(())
+        self.lock_many(sessions)
     }
     fn wants_marks_ahead(&self) -> bool {
         true

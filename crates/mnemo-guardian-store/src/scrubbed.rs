@@ -102,27 +102,56 @@ fn refuse(field: &'static str, text: &str) -> Result<(), StoreError> {
     })))
 }
 
-/// The step with its free text scrubbed and its identifiers checked.
-fn clean_step(step: &StepRecord) -> Result<StepRecord, StoreError> {
+/// The step with its free text scrubbed and its identifiers checked;
+/// `None` when nothing in it needed rewriting (the step is kept as given).
+/// A source id repeats across a step's nodes (a tool name, a URL fetched
+/// many times, the host's own source): each distinct one is scrubbed and
+/// checked once, with the same answer.
+fn clean_step(step: &StepRecord) -> Result<Option<StepRecord>, StoreError> {
     refuse("a step id", &step.step_id)?;
     refuse("a method name", &step.method)?;
-    let mut out = step.clone();
-    for p in &mut out.provenance {
+    let mut seen: std::collections::HashMap<&str, Option<String>> =
+        std::collections::HashMap::new();
+    let mut out: Option<StepRecord> = None;
+    for (i, p) in step.provenance.iter().enumerate() {
         refuse("a provenance id", &p.provenance_id)?;
         for d in &p.derived_from {
             refuse("a provenance id in derived_from", d)?;
         }
-        if let Some(src) = p.source_id.as_deref().filter(|s| may_hold_secret(s)) {
-            let s = scrubber(src)?.scrub(src);
-            if !s.redactions.is_empty() {
-                p.source_id = Some(s.text);
+        let Some(src) = p.source_id.as_deref() else {
+            continue;
+        };
+        let scrubbed = match seen.get(src) {
+            Some(s) => s.clone(),
+            None => {
+                let s = clean_source(src)?;
+                seen.insert(src, s.clone());
+                s
             }
-        }
-        if let Some(src) = &p.source_id {
-            refuse("a source_id (after scrubbing)", src)?;
+        };
+        if let Some(text) = scrubbed {
+            let o = out.get_or_insert_with(|| step.clone());
+            o.provenance[i].source_id = Some(text);
         }
     }
     Ok(out)
+}
+
+/// A source id scrubbed (`Some`: rewritten) and then checked: refused when
+/// the scrubber still finds something in it.
+fn clean_source(src: &str) -> Result<Option<String>, StoreError> {
+    let mut text = None;
+    if may_hold_secret(src) {
+        let s = scrubber(src)?.scrub(src);
+        if !s.redactions.is_empty() {
+            text = Some(s.text);
+        }
+    }
+    refuse(
+        "a source_id (after scrubbing)",
+        text.as_deref().unwrap_or(src),
+    )?;
+    Ok(text)
 }
 
 impl<S: SessionStore> SessionStore for Scrubbed<S> {
@@ -181,8 +210,10 @@ impl<S: SessionStore> SessionStore for Scrubbed<S> {
     }
     fn record_step(&mut self, session: &str, step: &StepRecord) -> Result<(), StoreError> {
         self.refuse_session(session)?;
-        let step = clean_step(step)?;
-        self.inner.record_step(session, &step)
+        match clean_step(step)? {
+            Some(clean) => self.inner.record_step(session, &clean),
+            None => self.inner.record_step(session, step),
+        }
     }
     fn count_turn_call(
         &mut self,
@@ -297,6 +328,60 @@ mod tests {
             s.mark_request("0b6e3c1e-4a59-4c1f-9e57-2f4a8d7c9b10", "req-2", 0)
                 .is_ok()
         );
+    }
+
+    /// A source id that repeats across a step's nodes is scrubbed on every
+    /// node it names, and a clean one is kept as given on every node.
+    #[test]
+    fn repeated_source_ids_are_scrubbed_on_every_node() {
+        let mut s = Scrubbed::new(MemoryStore::new());
+        let url = format!("https://api.example.com/repos?access_token={PAT}");
+        let plain = "https://example.com/page";
+        let provenance: Vec<Provenance> = (0..12)
+            .map(|i| {
+                let src = match i % 3 {
+                    0 => url.as_str(),
+                    1 => plain,
+                    _ => "Bash",
+                };
+                Provenance::new(format!("p{i}"), Origin::ToolOutput, Some(src))
+            })
+            .collect();
+        let step = StepRecord {
+            seq: 1,
+            step_id: "req-1".into(),
+            method: "steps/preCompact".into(),
+            provenance,
+        };
+        s.record_step("sess-1", &step)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let kept = s.steps("sess-1").unwrap_or_else(|e| panic!("{e}"));
+        for (i, p) in kept[0].provenance.iter().enumerate() {
+            let src = p.source_id.as_deref().unwrap_or_default();
+            match i % 3 {
+                0 => assert!(
+                    src.starts_with("https://api.example.com/repos?access_token=[REDACTED")
+                        && !src.contains(PAT),
+                    "{i}: {src}"
+                ),
+                1 => assert_eq!(src, plain),
+                _ => assert_eq!(src, "Bash"),
+            }
+            assert_eq!(p.provenance_id, format!("p{i}"));
+        }
+        // only clean sources: kept exactly as given
+        let clean = StepRecord {
+            seq: 2,
+            step_id: "req-2".into(),
+            method: "steps/preCompact".into(),
+            provenance: (0..4)
+                .map(|i| Provenance::new(format!("q{i}"), Origin::ToolOutput, Some(plain)))
+                .collect(),
+        };
+        s.record_step("sess-1", &clean)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let kept = s.steps("sess-1").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(kept[1], clean);
     }
 
     /// The remembered clean session id skips nothing else: a session id

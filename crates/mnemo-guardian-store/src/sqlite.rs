@@ -28,10 +28,16 @@ impl<T> Db<T> for rusqlite::Result<T> {
 pub struct SqliteStore {
     conn: Connection,
     in_tx: bool,
+    /// A step of the open transaction was written only in part (its row
+    /// went in, an index row failed): the transaction must not commit.
+    poisoned: bool,
     /// The chain head of the last session asked or appended to, valid only
     /// inside the open transaction (`BEGIN IMMEDIATE` holds the write lock,
     /// so no other process can move it meanwhile); cleared at its end.
     head: Option<(String, Option<(u64, Hash)>)>,
+    /// Likewise the handshake of the last session asked (read once a unit
+    /// of work, not once a request), kept up to date by `set_handshake`.
+    hs: Option<(String, Option<SessionHandshake>)>,
     path: Option<PathBuf>,
     /// Dropping it stops the background checkpointer.
     checkpointer: Option<mpsc::Sender<()>>,
@@ -83,32 +89,60 @@ CREATE TABLE IF NOT EXISTS step_nodes (
   node TEXT NOT NULL, PRIMARY KEY (session_id, provenance_id, seq)) WITHOUT ROWID;
 ";
 
-/// Fills the index rows of one step (its origins, and its nodes with the
-/// last one of each id winning).
+/// A step's provenance serialised once: each node's JSON, and the array
+/// of them (byte for byte what `serde_json::to_string` gives the slice).
+fn encode_provenance(provenance: &[Provenance]) -> Result<(String, Vec<String>), StoreError> {
+    let nodes = provenance
+        .iter()
+        .map(|p| serde_json::to_string(p).map_err(|e| StoreError::Corrupt(e.to_string())))
+        .collect::<Result<Vec<String>, StoreError>>()?;
+    let mut array = String::with_capacity(2 + nodes.iter().map(|n| n.len() + 1).sum::<usize>());
+    array.push('[');
+    for (i, n) in nodes.iter().enumerate() {
+        if i > 0 {
+            array.push(',');
+        }
+        array.push_str(n);
+    }
+    array.push(']');
+    Ok((array, nodes))
+}
+
+/// Fills the index rows of one step: each origin once, and the last node
+/// of each provenance id (`nodes[i]` is `provenance[i]`'s JSON).
 fn index_step(
     conn: &Connection,
     session: &str,
     seq: i64,
     provenance: &[Provenance],
+    nodes: &[String],
 ) -> Result<(), StoreError> {
     let mut origins = conn
         .prepare_cached(
             "INSERT OR IGNORE INTO step_origins (session_id, origin, seq) VALUES (?1, ?2, ?3)",
         )
         .db()?;
-    for p in provenance {
+    for (i, p) in provenance.iter().enumerate() {
+        if provenance[..i].iter().any(|q| q.origin == p.origin) {
+            continue;
+        }
         origins
             .execute(params![session, p.origin.as_str(), seq])
             .db()?;
     }
-    let mut nodes = conn
+    let mut insert = conn
         .prepare_cached(
             "INSERT OR REPLACE INTO step_nodes (session_id, provenance_id, seq, node) VALUES (?1, ?2, ?3, ?4)",
         )
         .db()?;
-    for p in provenance {
-        let node = serde_json::to_string(p).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-        nodes
+    for (i, (p, node)) in provenance.iter().zip(nodes).enumerate() {
+        if provenance[i + 1..]
+            .iter()
+            .any(|q| q.provenance_id == p.provenance_id)
+        {
+            continue;
+        }
+        insert
             .execute(params![session, p.provenance_id, seq, node])
             .db()?;
     }
@@ -164,7 +198,8 @@ fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
         for (session, seq, prov) in rows {
             let provenance: Vec<Provenance> =
                 serde_json::from_str(&prov).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-            index_step(&tx, &session, seq, &provenance)?;
+            let (_, nodes) = encode_provenance(&provenance)?;
+            index_step(&tx, &session, seq, &provenance, &nodes)?;
         }
     }
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)
@@ -350,7 +385,9 @@ impl SqliteStore {
         Ok(SqliteStore {
             conn,
             in_tx: false,
+            poisoned: false,
             head: None,
+            hs: None,
             path: None,
             checkpointer: None,
         })
@@ -361,7 +398,10 @@ impl SessionStore for SqliteStore {
     fn begin(&mut self) -> Result<(), StoreError> {
         if !self.in_tx {
             self.head = None;
-            self.conn.execute_batch("BEGIN IMMEDIATE").db()?;
+            self.hs = None;
+            self.poisoned = false;
+            // Cached, as every statement of the write path: parsed once.
+            self.run_cached("BEGIN IMMEDIATE")?;
             self.in_tx = true;
         }
         Ok(())
@@ -370,19 +410,35 @@ impl SessionStore for SqliteStore {
         if self.in_tx {
             self.in_tx = false;
             self.head = None;
-            self.conn.execute_batch("COMMIT").db()?;
+            self.hs = None;
+            if std::mem::take(&mut self.poisoned) {
+                let _ = self.run_cached("ROLLBACK");
+                return Err(StoreError::Backend(
+                    "sqlite: a step of this unit of work was written only in part; nothing of it was kept"
+                        .into(),
+                ));
+            }
+            self.run_cached("COMMIT")?;
         }
         Ok(())
     }
     fn rollback(&mut self) -> Result<(), StoreError> {
         if self.in_tx {
             self.in_tx = false;
+            self.poisoned = false;
             self.head = None;
-            self.conn.execute_batch("ROLLBACK").db()?;
+            self.hs = None;
+            self.run_cached("ROLLBACK")?;
         }
         Ok(())
     }
     fn handshake(&mut self, session: &str) -> Result<Option<SessionHandshake>, StoreError> {
+        if let Some((s, hs)) = &self.hs
+            && s == session
+            && self.in_tx
+        {
+            return Ok(hs.clone());
+        }
         let row: Option<(String, Option<String>)> = self
             .conn
             .prepare_cached("SELECT version, methods FROM sessions WHERE session_id = ?1")
@@ -390,11 +446,15 @@ impl SessionStore for SqliteStore {
             .query_row(params![session], |r| Ok((r.get(0)?, r.get(1)?)))
             .optional()
             .db()?;
-        Ok(row.map(|(version, methods)| SessionHandshake {
+        let hs = row.map(|(version, methods)| SessionHandshake {
             version,
             // One method name a line (names are namespaced words, never a line break).
             methods: methods.map(|m| m.lines().map(str::to_string).collect()),
-        }))
+        });
+        if self.in_tx {
+            self.hs = Some((session.to_string(), hs.clone()));
+        }
+        Ok(hs)
     }
     fn set_handshake(&mut self, session: &str, hs: &SessionHandshake) -> Result<(), StoreError> {
         let methods = hs.methods.as_ref().map(|m| m.join("\n"));
@@ -405,6 +465,7 @@ impl SessionStore for SqliteStore {
             .db()?
             .execute(params![session, hs.version, methods])
             .db()?;
+        self.hs = self.in_tx.then(|| (session.to_string(), Some(hs.clone())));
         Ok(())
     }
     fn mark_request(
@@ -448,17 +509,10 @@ impl SessionStore for SqliteStore {
         Ok(())
     }
     fn record_step(&mut self, session: &str, step: &StepRecord) -> Result<(), StoreError> {
-        let prov = serde_json::to_string(&step.provenance)
-            .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let (prov, nodes) = encode_provenance(&step.provenance)?;
         let seq = seq_i64(step.seq);
-        // One savepoint: the step and its index rows are kept together or
-        // not at all, and a refused step leaves the unit of work usable.
-        // Its three statements are prepared once (rusqlite's `savepoint()`
-        // parses `SAVEPOINT` and `RELEASE` anew on every step).
-        self.run_cached("SAVEPOINT guard_step")?;
-        let written = (|| {
-            let inserted = self
-                .conn
+        let insert = |conn: &Connection| -> Result<(), StoreError> {
+            let inserted = conn
                 .prepare_cached(
                     "INSERT OR IGNORE INTO steps (session_id, seq, step_id, method, provenance) VALUES (?1, ?2, ?3, ?4, ?5)",
                 )
@@ -466,13 +520,34 @@ impl SessionStore for SqliteStore {
                 .execute(params![session, seq, step.step_id, step.method, prov])
                 .db()?;
             if inserted == 0 {
+                // Nothing was written: the unit of work goes on.
                 return Err(StoreError::StepExists {
                     session: session.to_string(),
                     seq: step.seq,
                 });
             }
-            index_step(&self.conn, session, seq, &step.provenance)
-        })();
+            Ok(())
+        };
+        if self.in_tx {
+            // Inside a unit of work the step and its index rows need no
+            // savepoint of their own (two statements fewer a step): a
+            // refused step writes nothing, and an index row that fails
+            // after the step's row went in poisons the transaction, whose
+            // commit then rolls everything back and fails (no answer of
+            // it is acknowledged).
+            insert(&self.conn)?;
+            return index_step(&self.conn, session, seq, &step.provenance, &nodes).inspect_err(
+                |_| {
+                    self.poisoned = true;
+                },
+            );
+        }
+        // Alone: one savepoint keeps the step and its index rows together
+        // or not at all. Its statements are prepared once (rusqlite's
+        // `savepoint()` parses `SAVEPOINT` and `RELEASE` anew each time).
+        self.run_cached("SAVEPOINT guard_step")?;
+        let written = insert(&self.conn)
+            .and_then(|()| index_step(&self.conn, session, seq, &step.provenance, &nodes));
         match written {
             Ok(()) => self.run_cached("RELEASE guard_step"),
             Err(e) => {
@@ -746,6 +821,119 @@ mod tests {
         assert!(a.append_chain("s", 2, "{}", &[9; 32]).is_err());
         assert_eq!(head(&mut a), Some((2, [2; 32])));
         ok(a.commit());
+    }
+
+    fn step(seq: u64, ids: &[&str]) -> StepRecord {
+        StepRecord {
+            seq,
+            step_id: format!("r{seq}"),
+            method: "steps/userMessage".into(),
+            provenance: ids
+                .iter()
+                .map(|id| Provenance::new(*id, Origin::UserInput, None))
+                .collect(),
+        }
+    }
+
+    /// The provenance array is written from the nodes' own JSON: it must
+    /// be what serialising the whole slice gives.
+    #[test]
+    fn the_provenance_array_is_its_nodes_joined() {
+        let mut prov = step(1, &["a", "b", "a"]).provenance;
+        prov[1] = Provenance::new("b", Origin::ToolOutput, Some("Bash"));
+        for n in [0, 1, 3] {
+            let slice = &prov[..n];
+            let (array, nodes) = encode_provenance(slice).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(
+                array,
+                serde_json::to_string(slice).unwrap_or_else(|e| panic!("{e}"))
+            );
+            assert_eq!(nodes.len(), n);
+        }
+    }
+
+    /// Inside a unit of work a step has no savepoint: a step whose index
+    /// row fails after its own row went in poisons the transaction, and
+    /// its commit keeps nothing (the steps before it included) and fails.
+    /// Alone, the savepoint undoes the step. A refused (existing) step
+    /// poisons nothing.
+    #[test]
+    fn a_step_written_in_part_is_never_committed() {
+        let mut s = SqliteStore::open_in_memory().unwrap_or_else(|e| panic!("{e}"));
+        s.conn
+            .execute_batch(
+                "CREATE TRIGGER refuse_bad BEFORE INSERT ON step_nodes WHEN NEW.provenance_id = 'bad'
+                 BEGIN SELECT RAISE(ABORT, 'refused'); END;",
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+        let ok = |r: Result<(), StoreError>| r.unwrap_or_else(|e| panic!("{e}"));
+        let count = |s: &mut SqliteStore| s.steps("s").map(|v| v.len()).unwrap_or(usize::MAX);
+        ok(s.begin());
+        ok(s.record_step("s", &step(1, &["a"])));
+        assert!(s.record_step("s", &step(2, &["bad"])).is_err());
+        assert!(
+            s.commit().is_err(),
+            "a poisoned unit of work must not commit"
+        );
+        assert_eq!(count(&mut s), 0);
+        // The next unit of work starts clean; an existing step is refused
+        // without poisoning it.
+        ok(s.begin());
+        ok(s.record_step("s", &step(1, &["a"])));
+        assert!(matches!(
+            s.record_step("s", &step(1, &["a"])),
+            Err(StoreError::StepExists { seq: 1, .. })
+        ));
+        ok(s.commit());
+        assert_eq!(count(&mut s), 1);
+        // Alone (no unit of work): the failed step leaves nothing.
+        assert!(s.record_step("s", &step(2, &["bad"])).is_err());
+        assert_eq!(count(&mut s), 1);
+        ok(s.record_step("s", &step(2, &["b", "b"])));
+        assert_eq!(count(&mut s), 2);
+        let nodes = s
+            .latest_nodes("s", &["a", "b"])
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            nodes
+                .iter()
+                .map(|(seq, p)| (*seq, p.provenance_id.as_str()))
+                .collect::<Vec<_>>(),
+            vec![(1, "a"), (2, "b")]
+        );
+    }
+
+    /// The handshake kept during a transaction is the database's: set in
+    /// it, it is what is read back; what another connection wrote between
+    /// two transactions is seen by the next.
+    #[test]
+    fn the_handshake_kept_in_a_transaction_is_the_databases() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("g.sqlite3");
+        let mut a = SqliteStore::open(&path).unwrap_or_else(|e| panic!("{e}"));
+        let mut b = SqliteStore::open(&path).unwrap_or_else(|e| panic!("{e}"));
+        let ok = |r: Result<(), StoreError>| r.unwrap_or_else(|e| panic!("{e}"));
+        let hs = |v: &str| SessionHandshake {
+            version: v.into(),
+            methods: Some(vec!["steps/userMessage".into()]),
+        };
+        let get = |s: &mut SqliteStore, id: &str| s.handshake(id).unwrap_or_else(|e| panic!("{e}"));
+        ok(a.begin());
+        assert_eq!(get(&mut a, "s"), None);
+        ok(a.set_handshake("s", &hs("0.1.0")));
+        assert_eq!(get(&mut a, "s"), Some(hs("0.1.0")));
+        assert_eq!(get(&mut a, "t"), None);
+        assert_eq!(get(&mut a, "s"), Some(hs("0.1.0")));
+        ok(a.commit());
+        ok(b.begin());
+        assert_eq!(get(&mut b, "s"), Some(hs("0.1.0")));
+        ok(b.set_handshake("s", &hs("0.1.3")));
+        ok(b.commit());
+        ok(a.begin());
+        assert_eq!(get(&mut a, "s"), Some(hs("0.1.3")));
+        ok(a.set_handshake("s", &hs("0.1.4")));
+        ok(a.rollback());
+        assert_eq!(get(&mut a, "s"), Some(hs("0.1.3")), "rolled back");
     }
 
     #[test]

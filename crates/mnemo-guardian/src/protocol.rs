@@ -1024,7 +1024,7 @@ impl<S: SessionStore> Guardian<S> {
             }
         }
         summary.earliest_step_id_by_origin = Some(earliest);
-        let pc = PreCompact {
+        let mut pc = PreCompact {
             entries_to_compact: host.entries.iter().map(|e| e.step_id.clone()).collect(),
             pre_compact_provenance_summary: Some(summary),
             triggered_by: host.trigger,
@@ -1041,13 +1041,20 @@ impl<S: SessionStore> Guardian<S> {
                 session_id: host.session_id.to_string(),
                 turn_id: None,
             },
-            payload: match serde_json::to_value(&pc) {
-                Ok(Value::Object(m)) => m,
-                _ => Map::new(),
-            },
+            // The payload is only read from `params_v` (the step's request
+            // hash); it is put there once instead of being converted twice.
+            payload: Map::new(),
             signature: None,
         };
-        let params_v = serde_json::to_value(&params).unwrap_or(Value::Null);
+        let mut params_v = serde_json::to_value(&params).unwrap_or(Value::Null);
+        let payload = match serde_json::to_value(&pc) {
+            Ok(v @ Value::Object(_)) => v,
+            _ => Value::Object(Map::new()),
+        };
+        if let Value::Object(m) = &mut params_v {
+            m.insert("payload".into(), payload);
+        }
+        let entries_to_compact = std::mem::take(&mut pc.entries_to_compact);
         if let Err(e) = self.store.begin() {
             let d = self.decide_host(host, &[]);
             return (d, Err(e.into()));
@@ -1068,7 +1075,7 @@ impl<S: SessionStore> Guardian<S> {
             .and_then(|_| {
                 let record = CompactionRecord {
                     step_id: params.request_id.clone(),
-                    entries: pc.entries_to_compact.clone(),
+                    entries: entries_to_compact,
                     verdict: d.verdict,
                     reasoning: Some(d.reasoning.clone()),
                     reason_codes: d.reason_codes.clone(),

@@ -1223,3 +1223,83 @@ fn host_post_compact_takes_the_waiting_pre_compact_once() {
     assert_eq!(r.pre_compact.as_deref(), Some("pre-t"));
     assert_eq!(r.trust, Trust::Untrusted, "{}", r.reasoning);
 }
+
+/// The chain entry of a host's compaction carries the request hash of the
+/// whole `steps/preCompact` params a client would have sent: the payload
+/// put into the params once hashes as the params with their payload built
+/// as an `AcsParams`.
+#[test]
+fn host_pre_compact_request_hash_covers_the_whole_payload() {
+    use mnemo_guardian::decide::EntryProvenance;
+    use mnemo_guardian::model::{self, AcsParams, PreCompact};
+    use mnemo_guardian::protocol::{HostCompaction, step_request_hash};
+    use mnemo_guardian::{Origin, Provenance, Trigger};
+    let entries: Vec<EntryProvenance> = (0..5)
+        .map(|i| EntryProvenance {
+            step_id: format!("e{i}"),
+            provenance: vec![Provenance::new(
+                format!("e{i}#0"),
+                if i == 3 {
+                    Origin::ToolOutput
+                } else {
+                    Origin::UserInput
+                },
+                Some("src"),
+            )],
+        })
+        .collect();
+    for trigger in [Trigger::Manual, Trigger::SizeThreshold] {
+        let mut g = guardian_with(Policy::default());
+        let (_, rec) = g.pre_compact_from_host(&HostCompaction {
+            session_id: "s",
+            agent_id: "claude-code",
+            request_id: "pre-1",
+            entries: &entries,
+            after: &[],
+            trigger,
+        });
+        rec.unwrap();
+        let chain = g.store_mut().chain_entries("s");
+        let entry: Value = serde_json::from_str(&chain[0].0).unwrap();
+        let all: Vec<Provenance> = entries.iter().flat_map(|e| e.provenance.clone()).collect();
+        let mut summary = model::summarize(&all);
+        let mut earliest = std::collections::BTreeMap::new();
+        for e in &entries {
+            for p in &e.provenance {
+                earliest
+                    .entry(p.origin.as_str().to_string())
+                    .or_insert_with(|| e.step_id.clone());
+            }
+        }
+        summary.earliest_step_id_by_origin = Some(earliest);
+        let pc = PreCompact {
+            entries_to_compact: entries.iter().map(|e| e.step_id.clone()).collect(),
+            pre_compact_provenance_summary: Some(summary),
+            triggered_by: trigger,
+            estimated_input_tokens: None,
+            target_summary_tokens: None,
+        };
+        let params = AcsParams {
+            acs_version: mnemo_guardian::model::ACS_VERSION.to_string(),
+            request_id: "pre-1".into(),
+            timestamp: mnemo_guardian::time::format_rfc3339_ms(now_ms()),
+            nonce: None,
+            metadata: model::Metadata {
+                agent_id: "claude-code".into(),
+                session_id: "s".into(),
+                turn_id: None,
+            },
+            payload: match serde_json::to_value(&pc).unwrap() {
+                Value::Object(m) => m,
+                _ => unreachable!(),
+            },
+            signature: None,
+        };
+        let want = step_request_hash("steps/preCompact", &serde_json::to_value(&params).unwrap());
+        assert_eq!(
+            entry["request_hash"],
+            json!(chain::to_hex(&want)),
+            "{entry}"
+        );
+    }
+}

@@ -34,7 +34,7 @@
 //! `serde_json::Value`, so an odd line is never silently dropped if it is
 //! JSON at all.
 
-use super::{entry, tool_origin};
+use super::entry;
 use mnemo_acs::model::Origin;
 use mnemo_guardian::decide::EntryProvenance;
 use serde::Deserialize;
@@ -53,9 +53,22 @@ pub const MAX_TOOLS: usize = 200_000;
 /// How many leading bytes of a text the mapping looks at.
 const PREFIX: usize = 64;
 
-/// The first [`PREFIX`] bytes of a string member (never the whole text).
-#[derive(Debug, Default, Clone)]
-struct Prefix(String);
+/// The first [`PREFIX`] bytes of a string member (never the whole text),
+/// held inline (no allocation per text).
+#[derive(Debug, Clone, Copy)]
+struct Prefix {
+    buf: [u8; PREFIX],
+    len: usize,
+}
+
+impl Default for Prefix {
+    fn default() -> Self {
+        Prefix {
+            buf: [0; PREFIX],
+            len: 0,
+        }
+    }
+}
 
 impl Prefix {
     fn of(s: &str) -> Prefix {
@@ -63,7 +76,15 @@ impl Prefix {
         while !s.is_char_boundary(end) {
             end -= 1;
         }
-        Prefix(s[..end].to_string())
+        let mut p = Prefix::default();
+        p.buf[..end].copy_from_slice(&s.as_bytes()[..end]);
+        p.len = end;
+        p
+    }
+
+    fn as_str(&self) -> &str {
+        // Copied from a `str`, cut at a char boundary: always UTF-8.
+        std::str::from_utf8(&self.buf[..self.len]).unwrap_or("")
     }
 }
 
@@ -91,40 +112,40 @@ struct Facts<'a> {
     compact_boundary: bool,
     is_meta: bool,
     is_summary: bool,
-    content: Content,
+    content: Content<'a>,
     attachment: Option<Attachment>,
     preserved: Option<Preserved>,
     prompt_id: Option<Cow<'a, str>>,
 }
 
 #[derive(Debug, Default)]
-enum Content {
+enum Content<'a> {
     #[default]
     None,
     Text(Prefix),
-    Blocks(Vec<Block>),
+    Blocks(Vec<Block<'a>>),
 }
 
 #[derive(Debug, Default, Deserialize)]
-struct Block {
-    #[serde(rename = "type", default)]
-    kind: Option<String>,
-    #[serde(default)]
-    id: Option<String>,
-    #[serde(default)]
-    name: Option<String>,
-    #[serde(default)]
-    tool_use_id: Option<String>,
+struct Block<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    tool_use_id: Option<Cow<'a, str>>,
     #[serde(default)]
     text: Option<Prefix>,
-    #[serde(default)]
-    input: Option<Input>,
+    #[serde(borrow, default)]
+    input: Option<Input<'a>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
-struct Input {
-    #[serde(default)]
-    url: Option<String>,
+struct Input<'a> {
+    #[serde(borrow, default)]
+    url: Option<Cow<'a, str>>,
 }
 
 /// An `attachment` line's kind and the members that name its source.
@@ -173,8 +194,8 @@ struct TypedLine<'a> {
     is_meta: Option<bool>,
     #[serde(rename = "isCompactSummary", default)]
     is_summary: Option<bool>,
-    #[serde(default)]
-    message: Option<TypedMessage>,
+    #[serde(borrow, default)]
+    message: Option<TypedMessage<'a>>,
     #[serde(default)]
     attachment: Option<Attachment>,
     #[serde(rename = "compactMetadata", default)]
@@ -217,16 +238,16 @@ impl CompactMeta {
 }
 
 #[derive(Deserialize)]
-struct TypedMessage {
-    #[serde(default)]
-    content: Content,
+struct TypedMessage<'a> {
+    #[serde(borrow, default)]
+    content: Content<'a>,
 }
 
-impl<'de> Deserialize<'de> for Content {
+impl<'de: 'a, 'a> Deserialize<'de> for Content<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Content;
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = Content<'a>;
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str("a string or an array of content blocks")
             }
@@ -238,7 +259,7 @@ impl<'de> Deserialize<'de> for Content {
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
                 let mut blocks = Vec::new();
-                while let Some(b) = seq.next_element::<Block>()? {
+                while let Some(b) = seq.next_element::<Block<'a>>()? {
                     blocks.push(b);
                 }
                 Ok(Content::Blocks(blocks))
@@ -251,12 +272,12 @@ impl<'de> Deserialize<'de> for Content {
                 Ok(Content::None)
             }
         }
-        d.deserialize_any(V)
+        d.deserialize_any(V(std::marker::PhantomData))
     }
 }
 
 fn typed(line: &str) -> Option<Facts<'_>> {
-    let t: TypedLine<'_> = serde_json::from_str(line).ok()?;
+    let t: TypedLine<'_> = serde_json::from_str::<crate::MapOnly<_>>(line).ok()?.0;
     Some(Facts {
         kind: t.kind.unwrap_or(Cow::Borrowed("")),
         uuid: t.uuid,
@@ -278,17 +299,17 @@ fn lenient(v: &Value) -> Facts<'static> {
             items
                 .iter()
                 .map(|b| Block {
-                    kind: s(b.get("type")),
-                    id: s(b.get("id")),
-                    name: s(b.get("name")),
-                    tool_use_id: s(b.get("tool_use_id")),
+                    kind: s(b.get("type")).map(Cow::Owned),
+                    id: s(b.get("id")).map(Cow::Owned),
+                    name: s(b.get("name")).map(Cow::Owned),
+                    tool_use_id: s(b.get("tool_use_id")).map(Cow::Owned),
                     text: b.get("text").and_then(Value::as_str).map(Prefix::of),
                     input: Some(Input {
                         url: b
                             .get("input")
                             .and_then(|i| i.get("url"))
                             .and_then(Value::as_str)
-                            .map(str::to_string),
+                            .map(|u| Cow::Owned(u.to_string())),
                     }),
                 })
                 .collect(),
@@ -455,10 +476,16 @@ impl Mapper {
 
     /// Maps one line (`lineno` is 1-based, for step ids of lines without a uuid).
     pub fn line(&mut self, line: &str, lineno: usize) {
+        self.line_read(line, lineno, true);
+    }
+
+    /// [`Self::line`]; `typed: false` reads every line as a `Value` (the
+    /// tests compare both readings).
+    fn line_read(&mut self, line: &str, lineno: usize, typed_first: bool) {
         if line.trim().is_empty() {
             return;
         }
-        let facts = match typed(line) {
+        let facts = match typed_first.then(|| typed(line)).flatten() {
             Some(f) => f,
             None => match serde_json::from_str::<Value>(line) {
                 Ok(v) => lenient(&v),
@@ -544,7 +571,7 @@ impl Mapper {
                     Content::Text(_) if facts.is_summary => {
                         items.push((Origin::AgentGenerated, None))
                     }
-                    Content::Text(t) => items.push(meta(user_text_origin(&t.0))),
+                    Content::Text(t) => items.push(meta(user_text_origin(t.as_str()))),
                     Content::Blocks(blocks) => {
                         for b in blocks {
                             match b.kind.as_deref() {
@@ -552,10 +579,7 @@ impl Mapper {
                                     let id = b.tool_use_id.as_deref().unwrap_or("");
                                     let (o, src) = match self.tools.get(id) {
                                         Some((name, url)) => {
-                                            let input = url
-                                                .as_ref()
-                                                .map(|u| serde_json::json!({ "url": u }));
-                                            tool_origin(name, input.as_ref())
+                                            crate::tool_origin_url(name, url.as_deref())
                                         }
                                         None => (Origin::ToolOutput, "unknown-tool".into()),
                                     };
@@ -565,7 +589,7 @@ impl Mapper {
                                     items.push((Origin::AgentGenerated, None))
                                 }
                                 Some("text") => {
-                                    let t = b.text.as_ref().map(|p| p.0.as_str()).unwrap_or("");
+                                    let t = b.text.as_ref().map(Prefix::as_str).unwrap_or("");
                                     items.push(meta(user_text_origin(t)));
                                 }
                                 Some("image" | "document") => {
@@ -603,7 +627,11 @@ impl Mapper {
                                     if let (Some(id), Some(name)) =
                                         (b.id.as_deref(), b.name.as_deref())
                                     {
-                                        let url = b.input.as_ref().and_then(|i| i.url.clone());
+                                        let url = b
+                                            .input
+                                            .as_ref()
+                                            .and_then(|i| i.url.as_deref())
+                                            .map(str::to_string);
                                         if self.tools.len() >= MAX_TOOLS {
                                             // Bounded memory: results of calls this old
                                             // map to `unknown-tool` (untrusted).
@@ -654,4 +682,73 @@ pub fn transcript_entries(jsonl: &str) -> (Vec<EntryProvenance>, usize) {
         m.line(line, i + 1);
     }
     m.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn both(lines: &[&str]) -> (Vec<EntryProvenance>, usize) {
+        let mut typed = Mapper::new();
+        let mut lenient = Mapper::new();
+        for (i, l) in lines.iter().enumerate() {
+            typed.line_read(l, i + 1, true);
+            lenient.line_read(l, i + 1, false);
+        }
+        assert_eq!(typed.last_prompt_id(), lenient.last_prompt_id());
+        assert_eq!(typed.missing_preserved(), lenient.missing_preserved());
+        let t = typed.finish();
+        assert_eq!(t, lenient.finish(), "entries of {lines:?}");
+        t
+    }
+
+    #[test]
+    fn the_typed_reading_maps_every_fixture_as_the_value_reading() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/claude");
+        let mut n = 0;
+        for f in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            if f.path().extension().is_some_and(|e| e == "jsonl") {
+                let text = std::fs::read_to_string(f.path()).unwrap_or_default();
+                let lines: Vec<&str> = text.lines().collect();
+                assert!(!both(&lines).0.is_empty(), "{}", f.path().display());
+                n += 1;
+            }
+        }
+        assert!(n >= 8, "fixtures read: {n}");
+    }
+
+    #[test]
+    fn odd_shapes_read_as_the_value_reading_does() {
+        let cases = [
+            // a derived struct would take an array member by member
+            r#"["user","u0",null,false,false,{"content":"typed"}]"#,
+            r#"{"type":"assistant","uuid":"a1","message":{"content":[{"type":"tool_use","id":"t1","name":"WebFetch","input":{"url":"https://e.x/\u00e9"}},{"type":"text","text":"ok"}]}}"#,
+            r#"{"type":"user","uuid":"u1","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":"page"}]}}"#,
+            r#"{"type":"user","uuid":"u2","message":{"content":[{"type":"tool_result","tool_use_id":"nope"}]}}"#,
+            r#"{"type":"user","uuid":"u3","message":{"content":"\u003ccommand-name\u003e/compact"}}"#,
+            r#"{"type":"user","uuid":"u4","message":{"content":"  \u00e9t\u00e9 \"quoted\" words"}}"#,
+            r#"{"type":"user","uuid":"u5","isMeta":"yes","message":{"content":"x"}}"#,
+            r#"{"type":"user","uuid":"u6","message":{"content":[{"type":"text","text":7}]}}"#,
+            r#"{"type":"user","uuid":"u7","message":{"content":[{"type":"image"},{"type":"document"},{"type":"odd"}]}}"#,
+            r#"{"type":"user","uuid":"u8","message":{"content":{"a":1}}}"#,
+            r#"{"type":"user","uuid":"u9","message":{"content":null}}"#,
+            r#"{"type":"attachment","uuid":"at1","attachment":{"type":"file","filename":"f.md"}}"#,
+            r#"{"type":"attachment","uuid":"at2","attachment":{"type":"mcp_resource","server":"srv","uri":"r://x"}}"#,
+            r#"{"type":"attachment","uuid":"at3"}"#,
+            r#"{"type":"user","uuid":"s1","isCompactSummary":true,"message":{"content":"summary"}}"#,
+            r#"{"type":"user","uuid":"u10","uuid":"u11","message":{"content":"dup key"}}"#,
+            r#"{"type":"assistant","message":{"content":"no uuid"},"promptId":"p1"}"#,
+            r#"{"type":"system","subtype":"compact_boundary","uuid":"b1","compactMetadata":{"preservedSegment":{"headUuid":"u1","tailUuid":"u4"}}}"#,
+            r#"{"type":"user","uuid":"u12","promptId":"p2","message":{"content":"after"}}"#,
+            r#"not json"#,
+            r#"[1,2]"#,
+            "",
+        ];
+        let (entries, bad) = both(&cases);
+        assert_eq!(bad, 1);
+        assert!(entries.iter().any(|e| e.step_id == "u1"), "{entries:?}");
+        for c in &cases {
+            both(&[c]);
+        }
+    }
 }

@@ -25,11 +25,21 @@
 //! app-server, `"exec"` from `codex exec`; Codex's own compaction task has
 //! none) and no user message of it yet. [`Mapper::pending_user_turn`] names
 //! that case, so that the user's message ends a deny on its own turn.
+//!
+//! Each line is read with a typed, borrowing parser that takes only the
+//! members above and skips the others (tool outputs; a text past its first
+//! 64 bytes unless it is a summary) without building them; a line it rejects (a member of another
+//! type, a duplicate key, an array where an object belongs) is read again
+//! as a `serde_json::Value` with the same meaning, so nothing that is JSON
+//! is dropped.
 
-use super::{entry, tool_origin};
+use super::{MapOnly, entry, tool_origin};
 use mnemo_acs::model::Origin;
 use mnemo_guardian::decide::EntryProvenance;
+use serde::Deserialize;
+use serde::de::{Deserializer, IgnoredAny, Visitor};
 use serde_json::Value;
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 /// Provenance id standing for a previous compaction's unknown lineage.
@@ -75,6 +85,197 @@ fn codex_tool_origin(name: &str) -> (Origin, String) {
         return (Origin::ToolOutput, server.to_string());
     }
     tool_origin(name, None)
+}
+
+/// How many leading bytes (after leading white space) of a message text
+/// the mapping looks at: every prefix it tests is shorter.
+const HEAD: usize = 64;
+
+/// A message text as the mapping needs it: its head (leading white space
+/// trimmed, at most [`HEAD`] bytes), and the whole text only when it is a
+/// compaction summary ([`SUMMARY_PREFIX`]), whose id hashes it.
+#[derive(Debug, Default)]
+struct Text {
+    head: String,
+    summary: Option<String>,
+}
+
+impl Text {
+    fn of(s: &str) -> Text {
+        let t = s.trim_start();
+        let mut end = t.len().min(HEAD);
+        while !t.is_char_boundary(end) {
+            end -= 1;
+        }
+        Text {
+            head: t[..end].to_string(),
+            summary: t.starts_with(SUMMARY_PREFIX).then(|| s.to_string()),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Text {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Text;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_str<E>(self, s: &str) -> Result<Text, E> {
+                Ok(Text::of(s))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// A content block of a message: its `text`, if it is a string.
+#[derive(Debug, Default, Deserialize)]
+struct Block {
+    #[serde(default)]
+    text: Option<Text>,
+}
+
+/// `turn_attribution` of a `task_started` event, reduced to whether a
+/// user started the turn (`turn_trigger` null, absent or `"exec"`; no
+/// parent turn; no initiating agent).
+#[derive(Debug, Default)]
+struct Attribution {
+    user: bool,
+}
+
+impl<'de> Deserialize<'de> for Attribution {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Raw<'a> {
+            #[serde(borrow, default)]
+            turn_trigger: Option<Cow<'a, str>>,
+            #[serde(default)]
+            parent_turn_id: Option<IgnoredAny>,
+            #[serde(default)]
+            initiating_agent_path: Option<IgnoredAny>,
+        }
+        let r = MapOnly::<Raw<'_>>::deserialize(d)?.0;
+        Ok(Attribution {
+            user: r.turn_trigger.as_deref().is_none_or(|t| t == "exec")
+                && r.parent_turn_id.is_none()
+                && r.initiating_agent_path.is_none(),
+        })
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct MessageMeta<'a> {
+    #[serde(borrow, default)]
+    turn_id: Option<Cow<'a, str>>,
+}
+
+/// Every member the mapping reads, of a rollout line, of its `payload` and
+/// of a `replacement_history` item (one shape for all three: older files
+/// hold the item itself on the line). Read with a typed, borrowing parser
+/// that skips every other member without building it; a line it rejects
+/// (a member of another type than expected, a duplicate key) is read again
+/// as a `serde_json::Value` ([`Obj::lenient`]), as the mapping always did.
+#[derive(Debug, Default, Deserialize)]
+struct Obj<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow, default, deserialize_with = "payload")]
+    payload: Option<Box<Obj<'a>>>,
+    #[serde(borrow, default)]
+    message: Option<Cow<'a, str>>,
+    #[serde(borrow, default, deserialize_with = "history")]
+    replacement_history: Option<Vec<Obj<'a>>>,
+    #[serde(borrow, default)]
+    role: Option<Cow<'a, str>>,
+    #[serde(default, deserialize_with = "blocks")]
+    content: Option<Vec<Option<Text>>>,
+    #[serde(
+        rename = "internal_chat_message_metadata_passthrough",
+        borrow,
+        default,
+        deserialize_with = "message_turn_id"
+    )]
+    message_turn_id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    namespace: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    call_id: Option<Cow<'a, str>>,
+    #[serde(default)]
+    turn_attribution: Option<Attribution>,
+    #[serde(borrow, default)]
+    turn_id: Option<Cow<'a, str>>,
+}
+
+/// `payload`: an object, or (as `Value::get` saw it) `null` or any other
+/// value standing for an empty one; never the line's own members.
+fn payload<'de: 'a, 'a, D: Deserializer<'de>>(d: D) -> Result<Option<Box<Obj<'a>>>, D::Error> {
+    let o: Option<MapOnly<Obj<'a>>> = Deserialize::deserialize(d)?;
+    Ok(Some(Box::new(o.map(|o| o.0).unwrap_or_default())))
+}
+
+fn history<'de: 'a, 'a, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<Obj<'a>>>, D::Error> {
+    let v: Option<Vec<MapOnly<Obj<'a>>>> = Deserialize::deserialize(d)?;
+    Ok(v.map(|v| v.into_iter().map(|o| o.0).collect()))
+}
+
+fn blocks<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<Option<Text>>>, D::Error> {
+    let v: Option<Vec<MapOnly<Block>>> = Deserialize::deserialize(d)?;
+    Ok(v.map(|b| b.into_iter().map(|b| b.0.text).collect()))
+}
+
+fn message_turn_id<'de: 'a, 'a, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Cow<'a, str>>, D::Error> {
+    let m: Option<MapOnly<MessageMeta<'a>>> = Deserialize::deserialize(d)?;
+    Ok(m.and_then(|m| m.0.turn_id))
+}
+
+impl Obj<'static> {
+    /// The same facts from a line already parsed as a `Value` (any shape:
+    /// what is not where the mapping looks is absent).
+    fn lenient(v: &Value) -> Obj<'static> {
+        let s = |k: &str| {
+            v.get(k)
+                .and_then(Value::as_str)
+                .map(|x| Cow::Owned(x.to_string()))
+        };
+        Obj {
+            kind: s("type"),
+            payload: v.get("payload").map(|p| Box::new(Obj::lenient(p))),
+            message: s("message"),
+            replacement_history: v
+                .get("replacement_history")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().map(Obj::lenient).collect()),
+            role: s("role"),
+            content: v.get("content").and_then(Value::as_array).map(|c| {
+                c.iter()
+                    .map(|b| b.get("text").and_then(Value::as_str).map(Text::of))
+                    .collect()
+            }),
+            message_turn_id: v
+                .get("internal_chat_message_metadata_passthrough")
+                .and_then(|m| m.get("turn_id"))
+                .and_then(Value::as_str)
+                .map(|x| Cow::Owned(x.to_string())),
+            name: s("name"),
+            namespace: s("namespace"),
+            call_id: s("call_id"),
+            turn_attribution: v
+                .get("turn_attribution")
+                .and_then(Value::as_object)
+                .map(|a| Attribution {
+                    user: user_trigger(a.get("turn_trigger"))
+                        && a.get("parent_turn_id").is_none_or(Value::is_null)
+                        && a.get("initiating_agent_path").is_none_or(Value::is_null),
+                }),
+            turn_id: s("turn_id"),
+        }
+    }
 }
 
 /// Maps rollout lines to entries, one line at a time.
@@ -128,36 +329,52 @@ impl Mapper {
 
     /// Maps one line (`lineno` is 1-based: step ids are `line-N`).
     pub fn line(&mut self, line: &str, lineno: usize) {
+        self.line_read(line, lineno, true);
+    }
+
+    /// [`Self::line`]; `typed: false` reads every line as a `Value` (the
+    /// tests compare both readings).
+    fn line_read(&mut self, line: &str, lineno: usize, typed: bool) {
         if line.trim().is_empty() {
             return;
         }
-        let Ok(v) = serde_json::from_str::<Value>(line) else {
-            self.bad += 1;
-            return;
+        let parsed = if typed {
+            serde_json::from_str::<MapOnly<Obj<'_>>>(line).ok()
+        } else {
+            None
+        };
+        let obj = match parsed {
+            Some(o) => o.0,
+            None => match serde_json::from_str::<Value>(line) {
+                Ok(v) => Obj::lenient(&v),
+                Err(_) => {
+                    self.bad += 1;
+                    return;
+                }
+            },
         };
         let step = format!("line-{lineno}");
-        match v.get("type").and_then(Value::as_str) {
+        match obj.kind.as_deref() {
             Some("response_item") => {
-                if let Some(p) = v.get("payload") {
-                    self.item(p, step);
+                if let Some(p) = obj.payload {
+                    self.item(*p, step);
                 }
             }
             Some("compacted") => {
                 self.entries.clear();
-                let payload = v.get("payload").unwrap_or(&v);
-                let message = payload
-                    .get("message")
-                    .and_then(Value::as_str)
-                    .map(str::to_string);
+                let payload = match obj.payload {
+                    Some(p) => *p,
+                    None => obj,
+                };
+                let message = payload.message.map(Cow::into_owned);
                 let lineage = message
                     .as_deref()
                     .map(summary_id)
                     .unwrap_or_else(|| PRIOR_COMPACTION.to_string());
-                let history = payload.get("replacement_history").and_then(Value::as_array);
-                match history {
+                match payload.replacement_history {
                     Some(items) if !items.is_empty() => {
                         self.compacted_message = message;
-                        for (k, item) in items.iter().enumerate() {
+                        for (k, item) in items.into_iter().enumerate() {
                             self.item(item, format!("{step}.{}", k + 1));
                         }
                         self.compacted_message = None;
@@ -166,57 +383,44 @@ impl Mapper {
                 }
             }
             Some("event_msg") => {
-                let p = v.get("payload").unwrap_or(&v);
-                if p.get("type").and_then(Value::as_str) == Some("task_started")
-                    && let Some(attr) = p.get("turn_attribution").and_then(Value::as_object)
-                    && user_trigger(attr.get("turn_trigger"))
-                    && attr.get("parent_turn_id").is_none_or(Value::is_null)
-                    && attr.get("initiating_agent_path").is_none_or(Value::is_null)
-                    && let Some(turn) = p.get("turn_id").and_then(Value::as_str)
+                let p = match obj.payload {
+                    Some(p) => *p,
+                    None => obj,
+                };
+                if p.kind.as_deref() == Some("task_started")
+                    && p.turn_attribution.is_some_and(|a| a.user)
+                    && let Some(turn) = p.turn_id
                 {
-                    self.user_turns.insert(turn.to_string());
+                    self.user_turns.insert(turn.into_owned());
                 }
             }
             Some("session_meta" | "turn_context") => {}
-            _ => self.item(&v, step),
+            _ => self.item(obj, step),
         }
     }
 
-    fn item(&mut self, item: &Value, step: String) {
+    fn item(&mut self, item: Obj<'_>, step: String) {
         let mut items: Vec<(Origin, Option<String>)> = Vec::new();
-        match item.get("type").and_then(Value::as_str).unwrap_or("") {
+        match item.kind.as_deref().unwrap_or("") {
             "message" => {
-                let role = item.get("role").and_then(Value::as_str).unwrap_or("");
-                let texts: Vec<&str> = item
-                    .get("content")
-                    .and_then(Value::as_array)
-                    .map(|c| {
-                        c.iter()
-                            .filter_map(|b| b.get("text").and_then(Value::as_str))
-                            .collect()
-                    })
-                    .unwrap_or_default();
+                let role = item.role.as_deref().unwrap_or("");
+                let texts: Vec<&Text> = item.content.iter().flatten().flatten().collect();
                 if role == "user"
-                    && let Some(t) = texts
-                        .iter()
-                        .find(|t| t.trim_start().starts_with(SUMMARY_PREFIX))
+                    && let Some(t) = texts.iter().find_map(|t| t.summary.as_deref())
                 {
                     let lineage = summary_id(self.compacted_message.as_deref().unwrap_or(t));
                     self.entries.push(summary_entry(step, lineage));
                     return;
                 }
                 if role == "user"
-                    && texts.iter().any(|t| !is_injected(t))
-                    && let Some(turn) = item
-                        .get("internal_chat_message_metadata_passthrough")
-                        .and_then(|m| m.get("turn_id"))
-                        .and_then(Value::as_str)
+                    && texts.iter().any(|t| !is_injected(&t.head))
+                    && let Some(turn) = item.message_turn_id
                 {
-                    self.turns_with_message.insert(turn.to_string());
+                    self.turns_with_message.insert(turn.into_owned());
                 }
                 for t in texts {
                     let o = match role {
-                        "user" if is_injected(t) => Origin::System,
+                        "user" if is_injected(&t.head) => Origin::System,
                         "user" => Origin::UserInput,
                         "assistant" => Origin::AgentGenerated,
                         _ => Origin::System,
@@ -230,29 +434,26 @@ impl Mapper {
                 }
             }
             "function_call" | "custom_tool_call" | "local_shell_call" => {
-                let name = item
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .unwrap_or("local_shell");
-                let origin = match item.get("namespace").and_then(Value::as_str) {
+                let name = item.name.as_deref().unwrap_or("local_shell");
+                let origin = match item.namespace.as_deref() {
                     Some(ns) if ns.starts_with("mcp__") => {
                         let server = ns.trim_start_matches("mcp__");
                         (Origin::ToolOutput, server.to_string())
                     }
                     _ => codex_tool_origin(name),
                 };
-                if let Some(id) = item.get("call_id").and_then(Value::as_str) {
+                if let Some(id) = item.call_id {
                     if self.calls.len() >= crate::claude::MAX_TOOLS {
                         // Bounded memory (see `claude::MAX_TOOLS`).
                         self.calls.clear();
                     }
-                    self.calls.insert(id.to_string(), origin);
+                    self.calls.insert(id.into_owned(), origin);
                 }
             }
             t if t.ends_with("_output") => {
                 let origin = item
-                    .get("call_id")
-                    .and_then(Value::as_str)
+                    .call_id
+                    .as_deref()
                     .and_then(|id| self.calls.get(id))
                     .cloned()
                     .unwrap_or((Origin::ToolOutput, "unknown-tool".into()));
@@ -299,4 +500,103 @@ pub fn transcript_entries(jsonl: &str) -> (Vec<EntryProvenance>, usize) {
         m.line(line, i + 1);
     }
     m.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn both(lines: &[&str]) -> ((Vec<EntryProvenance>, usize), Vec<String>) {
+        let mut typed = Mapper::new();
+        let mut lenient = Mapper::new();
+        for (i, l) in lines.iter().enumerate() {
+            typed.line_read(l, i + 1, true);
+            lenient.line_read(l, i + 1, false);
+        }
+        let turns = typed.pending_user_turns();
+        assert_eq!(
+            turns,
+            lenient.pending_user_turns(),
+            "pending turns of {lines:?}"
+        );
+        let t = typed.finish();
+        assert_eq!(t, lenient.finish(), "entries of {lines:?}");
+        (t, turns)
+    }
+
+    #[test]
+    fn the_typed_reading_maps_every_fixture_as_the_value_reading() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/codex");
+        let mut n = 0;
+        for f in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let text = std::fs::read_to_string(f.path()).unwrap_or_default();
+            if f.path().extension().is_some_and(|e| e == "jsonl") {
+                let lines: Vec<&str> = text.lines().collect();
+                let ((entries, _), _) = both(&lines);
+                assert!(!entries.is_empty(), "{}", f.path().display());
+                n += 1;
+            }
+        }
+        assert!(n >= 4, "fixtures read: {n}");
+    }
+
+    #[test]
+    fn odd_shapes_read_as_the_value_reading_does() {
+        let summary = format!("  {SUMMARY_PREFIX} and here is the summary");
+        let summary_line = format!(
+            r#"{{"type":"response_item","payload":{{"type":"message","role":"user","content":[{{"type":"input_text","text":"{summary}"}}]}}}}"#
+        );
+        let cases: Vec<&str> = vec![
+            // a derived struct would take arrays member by member
+            r#"["message",null,null,null,"user",[{"text":"hi"}]]"#,
+            r#"{"type":"response_item","payload":["message",null,null,null,"user",[{"text":"hi"}]]}"#,
+            r#"{"type":"response_item","payload":{"type":"message","role":"user","content":[["hi"]]}}"#,
+            r#"{"type":"event_msg","payload":{"type":"task_started","turn_id":"t1","turn_attribution":[]}}"#,
+            r#"{"type":"response_item","payload":{"type":"message","role":"user","content":[{"text":"x"}],"internal_chat_message_metadata_passthrough":["t1"]}}"#,
+            // null payloads stand for empty ones, never for the line itself
+            r#"{"type":"compacted","payload":null,"message":"m","replacement_history":[{"type":"message","role":"user","content":[{"text":"u"}]}]}"#,
+            r#"{"type":"compacted","message":"top","replacement_history":[]}"#,
+            r#"{"type":"compacted","payload":{"message":"m2","replacement_history":[{"type":"message","role":"user","content":[{"text":"kept"}]},"odd",{"type":"web_search_call"}]}}"#,
+            // members of another type than expected
+            r#"{"type":"response_item","payload":{"type":"message","role":"user","content":[{"text":5},{"text":"ok"}]}}"#,
+            r#"{"type":"response_item","payload":{"type":"function_call","name":7,"call_id":"c1"}}"#,
+            r#"{"type":"response_item","payload":{"type":"function_call_output","call_id":"c1","output":"x"}}"#,
+            r#"{"type":7,"role":"user"}"#,
+            r#"{"type":"message","role":"user","content":"not blocks"}"#,
+            // a duplicate key: the last one counts
+            r#"{"type":"response_item","payload":{"type":"message","role":"assistant","role":"user","content":[{"text":"dup"}]}}"#,
+            // user turns, their messages and escapes
+            r#"{"type":"event_msg","payload":{"type":"task_started","turn_id":"t2","turn_attribution":{"turn_trigger":null}}}"#,
+            r#"{"type":"event_msg","payload":{"type":"task_started","turn_id":"t3","turn_attribution":{"turn_trigger":"exec","parent_turn_id":null}}}"#,
+            r#"{"type":"event_msg","payload":{"type":"task_started","turn_id":"t4","turn_attribution":{"turn_trigger":"auto_compact"}}}"#,
+            r#"{"type":"event_msg","payload":{"type":"task_started","turn_id":"t5","turn_attribution":{"turn_trigger":{"x":1}}}}"#,
+            r#"{"type":"event_msg","payload":{"type":"task_started","turn_id":"t6","turn_attribution":{"parent_turn_id":"p"}}}"#,
+            r#"{"type":"event_msg","payload":{"type":"task_started","turn_id":"t7","turn_attribution":{"initiating_agent_path":[]}}}"#,
+            r#"{"type":"response_item","payload":{"type":"message","role":"user","content":[{"text":"\u003cenvironment_context\u003e"}],"internal_chat_message_metadata_passthrough":{"turn_id":"t2"}}}"#,
+            r#"{"type":"response_item","payload":{"type":"message","role":"user","content":[{"text":"\n\tgo on \u00e9"}],"internal_chat_message_metadata_passthrough":{"turn_id":"t3"}}}"#,
+            r#"{"type":"response_item","payload":{"type":"function_call","name":"x","namespace":"mcp__srv","call_id":"c2"}}"#,
+            r#"{"type":"response_item","payload":{"type":"custom_tool_call_output","call_id":"c2"}}"#,
+            r#"{"type":"response_item","payload":{"type":"local_shell_call","call_id":"c3"}}"#,
+            r#"{"type":"response_item","payload":{"type":"function_call_output","call_id":"c3"}}"#,
+            &summary_line,
+            r#"not json"#,
+            r#"[1,2]"#,
+            r#""text""#,
+            "",
+        ];
+        let ((entries, bad), turns) = both(&cases);
+        assert_eq!(bad, 1);
+        // t2's only message is injected text (not the user's); t1's
+        // attribution is no object; t4-t7 are no user turns; t3 has its message
+        assert_eq!(turns, vec!["t2".to_string()]);
+        assert!(entries.iter().any(|e| {
+            e.provenance
+                .iter()
+                .any(|p| p.source_id.as_deref() == Some("srv"))
+        }));
+        // each case alone too (a later line can hide an earlier one's effect)
+        for c in &cases {
+            both(&[c]);
+        }
+    }
 }

@@ -138,15 +138,18 @@ pub fn render(host: Host, style: BlockStyle, d: &Decision) -> HookOutput {
 /// (`mcp__server__tool`) `tool_output` with the server as source id, any
 /// other tool `tool_output` with its name.
 pub fn tool_origin(name: &str, input: Option<&serde_json::Value>) -> (Origin, String) {
-    let lower = name.to_ascii_lowercase();
-    if lower == "webfetch" || lower == "web_fetch" {
-        let url = input
-            .and_then(|i| i.get("url"))
-            .and_then(|u| u.as_str())
-            .unwrap_or(name);
-        return (Origin::Retrieved, url.to_string());
+    tool_origin_url(
+        name,
+        input.and_then(|i| i.get("url")).and_then(|u| u.as_str()),
+    )
+}
+
+/// [`tool_origin`] given the `url` member of the tool's input.
+pub(crate) fn tool_origin_url(name: &str, url: Option<&str>) -> (Origin, String) {
+    if name.eq_ignore_ascii_case("webfetch") || name.eq_ignore_ascii_case("web_fetch") {
+        return (Origin::Retrieved, url.unwrap_or(name).to_string());
     }
-    if lower == "websearch" || lower == "web_search" {
+    if name.eq_ignore_ascii_case("websearch") || name.eq_ignore_ascii_case("web_search") {
         return (Origin::External, "web_search".into());
     }
     if let Some(rest) = name.strip_prefix("mcp__") {
@@ -161,7 +164,7 @@ pub(crate) fn entry(step: String, items: Vec<(Origin, Option<String>)>) -> Entry
         .into_iter()
         .enumerate()
         .map(|(k, (o, src))| Provenance {
-            provenance_id: format!("{step}#{k}"),
+            provenance_id: provenance_id(&step, k),
             origin: o,
             source_id: src,
             derived_from: Vec::new(),
@@ -170,5 +173,81 @@ pub(crate) fn entry(step: String, items: Vec<(Origin, Option<String>)>) -> Entry
     EntryProvenance {
         step_id: step,
         provenance,
+    }
+}
+
+/// `<step>#<k>`, the id of the `k`-th provenance node of a step.
+fn provenance_id(step: &str, k: usize) -> String {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    let mut n = k;
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let mut id = String::with_capacity(step.len() + 1 + digits.len() - i);
+    id.push_str(step);
+    id.push('#');
+    for &d in &digits[i..] {
+        id.push(char::from(d));
+    }
+    id
+}
+
+/// Reads `T` (a derived struct) from a JSON object only: a derived struct
+/// also takes an array, member by member in order, where the mappings
+/// (`Value::get`) never found a member.
+pub(crate) struct MapOnly<T>(pub(crate) T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for MapOnly<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for V<T> {
+            type Value = T;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+            }
+        }
+        d.deserialize_map(V(std::marker::PhantomData)).map(MapOnly)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn provenance_ids_are_step_hash_index() {
+        for k in [0usize, 1, 9, 10, 99, 100, 12_345, usize::MAX] {
+            assert_eq!(super::provenance_id("s-1", k), format!("s-1#{k}"));
+        }
+    }
+
+    #[test]
+    fn tool_origin_by_url_is_tool_origin_by_input() {
+        let input = serde_json::json!({"url": "https://e.x/a"});
+        for name in [
+            "WebFetch",
+            "web_fetch",
+            "WEBFETCH",
+            "WebSearch",
+            "mcp__srv__t",
+            "Bash",
+            "web",
+        ] {
+            assert_eq!(
+                super::tool_origin(name, Some(&input)),
+                super::tool_origin_url(name, Some("https://e.x/a"))
+            );
+            assert_eq!(
+                super::tool_origin(name, None),
+                super::tool_origin_url(name, None)
+            );
+        }
     }
 }

@@ -279,23 +279,6 @@ pub fn agent_key(name: &str) -> String {
     name.trim().trim_start_matches('@').trim().to_lowercase()
 }
 
-impl Default for Config {
-    fn default() -> Self {
-        // The built-in document is checked by a unit test; should it ever
-        // fail, fall back to an empty user file, which also yields defaults.
-        match Config::from_toml_str("", "<built-in>") {
-            Ok(c) => c,
-            Err(e) => unreachable_default(e),
-        }
-    }
-}
-
-#[cold]
-fn unreachable_default(e: ConfigError) -> Config {
-    // The built-in configuration is part of the binary and covered by tests.
-    panic!("mnemo's built-in configuration is invalid: {e}")
-}
-
 fn line_of(text: &str, byte: usize) -> usize {
     text[..byte.min(text.len())]
         .bytes()

@@ -13,6 +13,7 @@
 //! This crate never does I/O (callers hand it text), never panics on input,
 //! and never keeps a field that Layer 1 refused.
 
+mod builtin;
 pub mod config;
 pub mod date;
 pub mod hundredths;

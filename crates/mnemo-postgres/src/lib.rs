@@ -10,7 +10,9 @@
 //! versioned schema migrations per component, applied on start under an
 //! advisory lock, refusing a database that a newer mnemo wrote; TLS to the
 //! database with rustls ([`tls`]: `sslmode=require|verify-ca|verify-full`,
-//! `sslrootcert=FILE`).
+//! `sslrootcert=FILE`); [`PgPipe`], the same on `tokio-postgres` directly,
+//! for a store that sends several statements in one round trip
+//! ([`pipe`]).
 //!
 //! **Must never:** decide anything or know a store's tables: a store hands
 //! it its migrations and its statements.
@@ -21,7 +23,10 @@ use std::sync::mpsc;
 
 pub use postgres;
 
+pub mod pipe;
 pub mod tls;
+
+pub use pipe::{PgPipe, PipeClient, Step};
 
 /// A database failure.
 #[derive(Debug, thiserror::Error)]
@@ -117,16 +122,22 @@ impl Connector {
     }
 }
 
+/// `url` without mnemo's TLS options, and how to connect to it.
+fn connector_for(url: &str) -> Result<(String, Connector), PgError> {
+    let (url, tls) = tls::split_tls_options(url)?;
+    let connector = match tls {
+        None => Connector::Plain,
+        Some(opts) => Connector::Tls(tls::RustlsConnect::new(&opts)?),
+    };
+    Ok((url, connector))
+}
+
 impl Pg {
     /// Connects to `url` (a libpq-style URL or key=value string), over TLS
     /// when its `sslmode` asks for it (see [`tls`]).
     pub fn connect(url: &str) -> Result<Pg, PgError> {
         let target = redact_url(url);
-        let (url, tls) = tls::split_tls_options(url)?;
-        let connector = match tls {
-            None => Connector::Plain,
-            Some(opts) => Connector::Tls(tls::RustlsConnect::new(&opts)?),
-        };
+        let (url, connector) = connector_for(url)?;
         let (ready_tx, ready_rx) = mpsc::channel::<Result<(), PgError>>();
         let (jobs, rx) = mpsc::channel::<Job>();
         std::thread::Builder::new()

@@ -1,13 +1,11 @@
 //! The scan: keyword prefilter, windowed regex, filters, overlap resolution.
 
+use crate::kwtable::{self, TABLE_LEN};
 use crate::rules::{Compiled, LazyRegex, Rule, RuleError};
-use aho_corasick::automaton::{Automaton, StateID};
-use aho_corasick::{
-    AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, Anchored as AcAnchored, MatchKind, StartKind,
-    dfa::DFA,
-};
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 use regex::bytes::Regex;
 use regex_automata::{Anchored, Input, meta};
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -22,24 +20,40 @@ pub(crate) struct Span {
 
 #[derive(Debug)]
 pub(crate) struct Engine {
-    /// The keyword automaton every scan can use: a contiguous NFA, cheap to
-    /// build (a process that scrubs a few short strings, such as a hook,
-    /// pays for nothing more).
-    ac: AhoCorasick,
-    /// The same keywords as a DFA (same matches, in the same order) and its
-    /// unanchored start state, walked by [`Engine::keyword_hits`]; faster on
-    /// long inputs but costly to build, so built on the first haystack of
-    /// [`DFA_MIN_HAYSTACK`] bytes or more.
+    /// For a user's rules, the keyword automaton every scan can use: a
+    /// contiguous NFA, cheap to build (a process that scrubs a few short
+    /// strings pays for nothing more). `None` for the built-in keywords:
+    /// their table, built by `build.rs`, walks every haystack.
+    ac: Option<AhoCorasick>,
+    /// The same keywords as a DFA table (same matches, in the same order),
+    /// walked by [`keyword_hits`]; for a user's rules faster on long inputs
+    /// but costly to build, so built on the first haystack of
+    /// [`DFA_MIN_HAYSTACK`] bytes or more; for the built-in keywords the
+    /// table in the binary, set from the start.
     laned: OnceLock<Option<Table>>,
     /// Bytes scanned so far by this engine: many short haystacks (a tree of
     /// small files) pay for the DFA as one long one does.
     scanned: AtomicUsize,
+    /// The distinct keywords (keyword id -> keyword); empty for the built-in
+    /// rules (their table is built already).
     keywords: Vec<String>,
-    /// keyword pattern id -> rule indices
-    kw_rules: Vec<Vec<usize>>,
+    /// keyword id `k` -> the rules (indices) that list it:
+    /// `kw_rules[kw_at[k]..kw_at[k + 1]]` (the built-in rules' from `build.rs`)
+    kw_at: Cow<'static, [u32]>,
+    kw_rules: Cow<'static, [u32]>,
     templates: Option<LazyRegex>,
     placeholders: Option<LazyRegex>,
-    marker: Regex,
+}
+
+/// The regex of [`MARKER_PATTERN`], compiled on the first haystack that
+/// holds `REDACTED` (most hold none) and shared by every engine. `None`
+/// only if the constant did not compile (a unit test compiles it): then no
+/// marker is recognised, which redacts more, never less.
+fn marker() -> Option<&'static Regex> {
+    static MARKER: OnceLock<Option<Regex>> = OnceLock::new();
+    MARKER
+        .get_or_init(|| Regex::new(MARKER_PATTERN).ok())
+        .as_ref()
 }
 
 /// The shapes of our own replacement texts (and Pantheon's): a candidate is
@@ -75,7 +89,7 @@ const LANES: usize = 4;
 /// state, which puts it in the exact state of a whole-haystack walk by
 /// its first reported byte (the state only depends on that many bytes);
 /// it reports only the hits that end inside its own part.
-fn keyword_hits(t: &Table, hay: &[u8], from: usize, to: usize, walk: &mut Walk) {
+fn keyword_hits(table: &Table, hay: &[u8], from: usize, to: usize, walk: &mut Walk) {
     for lane in &mut walk.lanes {
         lane.clear();
     }
@@ -83,19 +97,20 @@ fn keyword_hits(t: &Table, hay: &[u8], from: usize, to: usize, walk: &mut Walk) 
     if from >= to {
         return;
     }
-    let start = t.start;
+    let t = &table.walker();
+    let start = table.start;
     if to - from < SPLIT_MIN {
         let mut s = start;
-        let first = from.saturating_sub(t.dfa.max_pattern_len());
+        let first = from.saturating_sub(table.max_len);
         for (i, &b) in hay.get(first..to).unwrap_or_default().iter().enumerate() {
             s = t.next(s, b);
             if t.is_match(s) {
-                walk.record(t, 0, s, first + i + 1, from);
+                walk.record(table, 0, s, first + i + 1, from);
             }
         }
         return;
     }
-    let ov = t.dfa.max_pattern_len();
+    let ov = table.max_len;
     let part = (to - from).div_ceil(LANES);
     // lane k reports ends in (lo[k], hi[k]] and walks from pos[k]
     let mut lo = [0usize; LANES];
@@ -120,7 +135,7 @@ fn keyword_hits(t: &Table, hay: &[u8], from: usize, to: usize, walk: &mut Walk) 
             // the states after byte `i - 1` of each lane
             for (k, &s) in sid.iter().enumerate() {
                 if t.is_match(s) {
-                    walk.record(t, k, s, pos[k] + i, lo[k]);
+                    walk.record(table, k, s, pos[k] + i, lo[k]);
                 }
             }
         }
@@ -131,7 +146,7 @@ fn keyword_hits(t: &Table, hay: &[u8], from: usize, to: usize, walk: &mut Walk) 
         for (i, &b) in tail.iter().enumerate() {
             s = t.next(s, b);
             if t.is_match(s) {
-                walk.record(t, k, s, pos[k] + common + i + 1, lo[k]);
+                walk.record(table, k, s, pos[k] + common + i + 1, lo[k]);
             }
         }
     }
@@ -143,7 +158,7 @@ fn keyword_hits(t: &Table, hay: &[u8], from: usize, to: usize, walk: &mut Walk) 
 /// from the match handling so that the loop's state stays in registers.
 #[inline(never)]
 fn run_lanes(
-    t: &Table,
+    t: &Walker<'_>,
     sid: &mut [u32; LANES],
     lanes: [&[u8]; LANES],
     from: usize,
@@ -175,126 +190,126 @@ fn run_lanes(
     stop
 }
 
-/// Entries of [`Table::trans`]: a power of two, so that a masked index needs
-/// no bounds check (1 MiB of `u32`; the built-in keywords need ~180 K).
-const TABLE_LEN: usize = 1 << 18;
+/// The transition table (see [`kwtable`]) as little-endian `u32`s: built
+/// at run time for a user's rules, or the built-in keywords' table that
+/// `build.rs` put in the binary.
+enum Trans {
+    Builtin(&'static [[u8; 4]; TABLE_LEN]),
+    Built(Box<[[u8; 4]; TABLE_LEN]>),
+}
 
-/// The keyword DFA as our own transition table: the same states as
-/// aho-corasick's DFA (all those reachable from its unanchored start), match
-/// states numbered first, ids premultiplied by the stride, bytes mapped to
-/// classes (a class per keyword byte, ASCII case folded, one for all other
-/// bytes). `next` is one class load, one add, one mask and one table load.
+impl std::fmt::Debug for Trans {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Trans::Builtin(_) => "Builtin",
+            Trans::Built(_) => "Built",
+        })
+    }
+}
+
+/// The built-in keywords' table, made by `build.rs` with [`kwtable::build`].
+mod builtin {
+    include!(concat!(env!("OUT_DIR"), "/kw_table.rs"));
+}
+
+static BUILTIN_TRANS: &[u8; 4 * TABLE_LEN] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/kw_trans.bin"));
+
+/// The keyword DFA as a flat table ([`kwtable`]): `next` is one class load,
+/// one add, one mask and one table load.
 #[derive(Debug)]
 pub(crate) struct Table {
-    dfa: DFA,
+    trans: Trans,
     start: u32,
-    trans: Box<[u32; TABLE_LEN]>,
     classes: [u8; 256],
     /// ids below this are match states
     match_lim: u32,
     /// log2 of the stride
     shift: u32,
-    /// state number (id >> shift) -> the DFA's state
-    theirs: Vec<StateID>,
+    /// match state number `i` reports `pids[match_at[i]..match_at[i + 1]]`
+    match_at: Cow<'static, [u32]>,
+    pids: Cow<'static, [u32]>,
+    /// keyword id -> length
+    lens: Cow<'static, [u32]>,
+    max_len: usize,
 }
 
-impl Table {
-    /// None when the states do not fit [`TABLE_LEN`] (then the NFA runs).
-    fn new(dfa: DFA, keywords: &[String]) -> Option<Table> {
-        let mut classes = [0u8; 256];
-        let mut reps: Vec<u8> = Vec::new();
-        let mut n = 1usize;
-        for k in keywords {
-            for b in k.bytes().map(|b| b.to_ascii_lowercase()) {
-                if classes[usize::from(b)] == 0 {
-                    let c = u8::try_from(n).ok()?;
-                    classes[usize::from(b)] = c;
-                    classes[usize::from(b.to_ascii_uppercase())] = c;
-                    reps.push(b);
-                    n += 1;
-                }
-            }
-        }
-        // class 0: a byte of no keyword (if there is one)
-        let other = (0..=255u8).find(|&b| classes[usize::from(b)] == 0);
-        let stride = n.next_power_of_two();
-        let shift = stride.trailing_zeros();
-        let start = dfa.start_state(AcAnchored::No).ok()?;
-        // the DFA's state ids are small integers (offsets into its table):
-        // a flat map from them, `UNSEEN` where not reached
-        const UNSEEN: u32 = u32::MAX;
-        let mut slot: Vec<u32> = Vec::new();
-        let mark = |slot: &mut Vec<u32>, s: StateID| -> bool {
-            let i = s.as_usize();
-            if slot.len() <= i {
-                slot.resize(i + 1, UNSEEN);
-            }
-            let fresh = slot.get(i) == Some(&UNSEEN);
-            if let Some(v) = slot.get_mut(i) {
-                *v = 0;
-            }
-            fresh
-        };
-        let mut order = vec![start];
-        mark(&mut slot, start);
-        let mut i = 0;
-        while let Some(&s) = order.get(i) {
-            i += 1;
-            for b in other.into_iter().chain(reps.iter().copied()) {
-                let t = dfa.next_state(AcAnchored::No, s, b);
-                if mark(&mut slot, t) {
-                    order.push(t);
-                }
-            }
-            if order.len().saturating_mul(stride) > TABLE_LEN {
-                return None;
-            }
-        }
-        let is_match = |s: StateID| dfa.is_special(s) && dfa.is_match(s);
-        let theirs: Vec<StateID> = order
-            .iter()
-            .copied()
-            .filter(|&s| is_match(s))
-            .chain(order.iter().copied().filter(|&s| !is_match(s)))
-            .collect();
-        let n_match = theirs.iter().filter(|&&s| is_match(s)).count();
-        for (i, &s) in theirs.iter().enumerate() {
-            *slot.get_mut(s.as_usize())? = u32::try_from(i << shift).ok()?;
-        }
-        let id = |s: StateID| slot.get(s.as_usize()).copied().filter(|&v| v != UNSEEN);
-        let mut trans: Box<[u32; TABLE_LEN]> =
-            vec![0u32; TABLE_LEN].into_boxed_slice().try_into().ok()?;
-        for (i, &s) in theirs.iter().enumerate() {
-            let row = i << shift;
-            for (c, b) in other
-                .map(|b| (0usize, b))
-                .into_iter()
-                .chain(reps.iter().enumerate().map(|(c, &b)| (c + 1, b)))
-            {
-                let t = dfa.next_state(AcAnchored::No, s, b);
-                *trans.get_mut(row + c)? = id(t)?;
-            }
-        }
-        Some(Table {
-            start: id(start)?,
-            match_lim: u32::try_from(n_match << shift).ok()?,
-            dfa,
-            trans,
-            classes,
-            shift,
-            theirs,
-        })
-    }
+/// What the walk reads of a [`Table`], borrowed once per walk.
+struct Walker<'a> {
+    trans: &'a [[u8; 4]; TABLE_LEN],
+    classes: &'a [u8; 256],
+    match_lim: u32,
+}
 
+impl Walker<'_> {
     #[inline(always)]
     fn next(&self, s: u32, b: u8) -> u32 {
         let i = s as usize + usize::from(self.classes[usize::from(b)]);
-        self.trans[i & (TABLE_LEN - 1)]
+        u32::from_le_bytes(self.trans[i & (TABLE_LEN - 1)])
     }
 
     #[inline(always)]
     fn is_match(&self, s: u32) -> bool {
         s < self.match_lim
+    }
+}
+
+impl Table {
+    /// The table of a user's keywords; None when the states do not fit
+    /// [`TABLE_LEN`] (then the NFA runs).
+    fn new(keywords: &[String]) -> Option<Table> {
+        let p = kwtable::build(keywords)?;
+        let rows: Vec<[u8; 4]> = p.trans.iter().map(|v| v.to_le_bytes()).collect();
+        Some(Table {
+            trans: Trans::Built(rows.into_boxed_slice().try_into().ok()?),
+            start: p.start,
+            classes: p.classes,
+            match_lim: p.match_lim,
+            shift: p.shift,
+            match_at: Cow::Owned(p.match_at),
+            pids: Cow::Owned(p.pids),
+            lens: Cow::Owned(p.lens),
+            max_len: p.max_len,
+        })
+    }
+
+    /// The built-in keywords' table, when `keywords` are those (in order).
+    fn builtin_for(keywords: &[String]) -> Option<Table> {
+        if !keywords
+            .iter()
+            .map(String::as_str)
+            .eq(builtin::KEYWORDS.iter().copied())
+        {
+            return None;
+        }
+        Table::builtin()
+    }
+
+    /// The built-in keywords' table.
+    fn builtin() -> Option<Table> {
+        let (rows, _) = BUILTIN_TRANS.as_chunks::<4>();
+        Some(Table {
+            trans: Trans::Builtin(rows.try_into().ok()?),
+            start: builtin::START,
+            classes: builtin::CLASSES,
+            match_lim: builtin::MATCH_LIM,
+            shift: builtin::SHIFT,
+            match_at: Cow::Borrowed(builtin::MATCH_AT),
+            pids: Cow::Borrowed(builtin::PIDS),
+            lens: Cow::Borrowed(builtin::LENS),
+            max_len: builtin::MAX_LEN,
+        })
+    }
+
+    fn walker(&self) -> Walker<'_> {
+        Walker {
+            trans: match &self.trans {
+                Trans::Builtin(t) => t,
+                Trans::Built(t) => t,
+            },
+            classes: &self.classes,
+            match_lim: self.match_lim,
+        }
     }
 }
 
@@ -332,14 +347,13 @@ impl Walk {
         let Some(lane) = self.lanes.get_mut(k) else {
             return;
         };
-        let dfa = &t.dfa;
-        let Some(&s) = t.theirs.get((s >> t.shift) as usize) else {
+        let n = (s >> t.shift) as usize;
+        let (Some(&a), Some(&b)) = (t.match_at.get(n), t.match_at.get(n + 1)) else {
             return;
         };
-        for i in 0..dfa.match_len(s) {
-            let pid = dfa.match_pattern(s, i);
-            let len = dfa.pattern_len(pid);
-            lane.push((pid.as_usize(), end - len, end));
+        for &pid in t.pids.get(a as usize..b as usize).unwrap_or_default() {
+            let len = t.lens.get(pid as usize).map_or(0, |&l| l as usize);
+            lane.push((pid as usize, end - len, end));
         }
     }
 
@@ -351,22 +365,53 @@ impl Walk {
 
 impl Engine {
     pub(crate) fn new(compiled: Compiled) -> Result<(Self, Vec<Rule>), RuleError> {
-        let (keywords, kw_rules) = keyword_table(&compiled.rules);
-        let ac = keyword_automaton(&keywords, AhoCorasickKind::ContiguousNFA)
-            .map_err(|e| RuleError::Automaton(e.to_string()))?;
-        let marker = Regex::new(MARKER_PATTERN).map_err(|e| RuleError::Regex {
-            id: "marker".into(),
-            message: e.to_string(),
-        })?;
+        if compiled.builtin
+            && let Some(t) = Table::builtin()
+        {
+            // the whole built-in set: keyword ids, their rules and the
+            // automaton all come from `build.rs`
+            let engine = Engine {
+                ac: None,
+                laned: OnceLock::from(Some(t)),
+                scanned: AtomicUsize::new(0),
+                keywords: Vec::new(),
+                kw_at: Cow::Borrowed(builtin::KW_AT),
+                kw_rules: Cow::Borrowed(builtin::KW_RULES),
+                templates: compiled.templates,
+                placeholders: compiled.placeholders,
+            };
+            return Ok((engine, compiled.rules));
+        }
+        let (keywords, lists) = keyword_table(&compiled.rules);
+        let mut kw_at = vec![0u32];
+        let mut kw_rules = Vec::new();
+        for list in &lists {
+            for &ri in list {
+                kw_rules.push(u32::try_from(ri).map_err(|e| RuleError::Automaton(e.to_string()))?);
+            }
+            kw_at.push(
+                u32::try_from(kw_rules.len()).map_err(|e| RuleError::Automaton(e.to_string()))?,
+            );
+        }
+        let (ac, laned) = match Table::builtin_for(&keywords) {
+            Some(t) => (None, OnceLock::from(Some(t))),
+            None => (
+                Some(
+                    keyword_automaton(&keywords, AhoCorasickKind::ContiguousNFA)
+                        .map_err(|e| RuleError::Automaton(e.to_string()))?,
+                ),
+                OnceLock::new(),
+            ),
+        };
         let engine = Engine {
             ac,
-            laned: OnceLock::new(),
+            laned,
             scanned: AtomicUsize::new(0),
             keywords,
-            kw_rules,
+            kw_at: Cow::Owned(kw_at),
+            kw_rules: Cow::Owned(kw_rules),
             templates: compiled.templates,
             placeholders: compiled.placeholders,
-            marker,
         };
         Ok((engine, compiled.rules))
     }
@@ -403,7 +448,10 @@ impl Engine {
                 }
             }
             None => {
-                for m in self.ac.find_overlapping_iter(hay) {
+                let Some(ac) = &self.ac else {
+                    return Vec::new();
+                };
+                for m in ac.find_overlapping_iter(hay) {
                     let hit = (m.pattern().as_usize(), m.start(), m.end());
                     self.on_hit(rules, hay, &markers, hit, &mut scan);
                 }
@@ -431,10 +479,15 @@ impl Engine {
             // a keyword inside our own replacement text (`[REDACTED:bearer-token]`)
             return;
         }
-        let Some(list) = self.kw_rules.get(pid) else {
+        let (Some(&a), Some(&b)) = (self.kw_at.get(pid), self.kw_at.get(pid + 1)) else {
             return;
         };
-        for &ri in list {
+        for ri in self
+            .kw_rules
+            .get(a as usize..b as usize)
+            .unwrap_or_default()
+        {
+            let ri = *ri as usize;
             let Some(rule) = rules.get(ri) else { continue };
             let Some(&cov) = scan.covered.get(ri) else {
                 continue;
@@ -463,21 +516,15 @@ impl Engine {
     /// The DFA walk for a haystack of `len` bytes (none for short ones, or
     /// when the DFA cannot be built: then the NFA runs).
     fn laned(&self, len: usize) -> Option<&Table> {
+        if self.ac.is_none() {
+            return self.laned.get().and_then(Option::as_ref);
+        }
         let before = self.scanned.fetch_add(len, Ordering::Relaxed);
         if len < DFA_MIN_HAYSTACK && before.saturating_add(len) < DFA_MIN_HAYSTACK {
             return None;
         }
         self.laned
-            .get_or_init(|| {
-                let dfa = DFA::builder()
-                    .ascii_case_insensitive(true)
-                    .match_kind(MatchKind::Standard)
-                    .start_kind(StartKind::Unanchored)
-                    .prefilter(false)
-                    .build(&self.keywords)
-                    .ok()?;
-                Table::new(dfa, &self.keywords)
-            })
+            .get_or_init(|| Table::new(&self.keywords))
             .as_ref()
     }
 
@@ -486,7 +533,10 @@ impl Engine {
         if memchr::memmem::find(hay, b"REDACTED").is_none() {
             return Vec::new();
         }
-        self.marker
+        let Some(marker) = marker() else {
+            return Vec::new();
+        };
+        marker
             .find_iter(hay)
             .map(|m| (m.start(), m.end()))
             .collect()
@@ -1080,7 +1130,8 @@ mod tests {
     #[test]
     fn both_automata_report_the_same_matches() {
         let scrubber = crate::Scrubber::default_rules().expect("built-in rules load");
-        let keywords = &scrubber.engine.keywords;
+        let (keywords, _) = keyword_table(&scrubber.rules);
+        let keywords = &keywords;
         let nfa = keyword_automaton(keywords, AhoCorasickKind::ContiguousNFA).expect("nfa");
         let dfa = keyword_automaton(keywords, AhoCorasickKind::DFA).expect("dfa");
         let mut hay = String::new();
@@ -1218,7 +1269,18 @@ mod tests {
         let s = crate::Scrubber::build_builtin().expect("loads");
         let parsed = |s: &crate::Scrubber| s.rules.iter().filter(|r| r.shape_known()).count();
         assert_eq!(parsed(&s), 0);
-        assert!(s.engine.laned.get().is_none());
+        // no automaton built: the table in the binary
+        assert!(s.engine.ac.is_none());
+        let builtin = |s: &crate::Scrubber| {
+            matches!(
+                s.engine.laned.get(),
+                Some(Some(Table {
+                    trans: Trans::Builtin(_),
+                    ..
+                }))
+            )
+        };
+        assert!(builtin(&s));
         assert!(s.find("00000000-0000-4000-8000-000000000998").is_empty());
         assert_eq!(parsed(&s), 0);
         let found = s.find("token=ghp_R4nd0mL00k1ngT0k3nV4lu3xYz0123456789");
@@ -1229,6 +1291,93 @@ mod tests {
             "{n} of {} rules parsed",
             s.rules.len()
         );
+        assert!(builtin(&s));
+    }
+
+    /// The marker pattern compiles, and finds the markers our replacement
+    /// styles write.
+    #[test]
+    fn the_marker_pattern_compiles() {
+        let m = marker().expect("compiles");
+        for t in [
+            "[REDACTED]",
+            "[REDACTED:github-pat]",
+            "[GITHUB TOKEN REDACTED]",
+        ] {
+            assert_eq!(m.find(t.as_bytes()).map(|m| m.len()), Some(t.len()), "{t}");
+        }
+        assert!(!m.is_match(b"REDACTED"));
+    }
+
+    /// The table `build.rs` put in the binary is the one [`kwtable::build`]
+    /// makes of the built-in rules' keywords now.
+    #[test]
+    fn the_built_in_table_is_the_one_built_at_run_time() {
+        let s = scrubber();
+        let (keywords, _) = keyword_table(&s.rules);
+        assert_eq!(keywords, builtin::KEYWORDS);
+        let p = kwtable::build(&keywords).expect("builds");
+        let trans: Vec<u32> = BUILTIN_TRANS
+            .as_chunks::<4>()
+            .0
+            .iter()
+            .map(|b| u32::from_le_bytes(*b))
+            .collect();
+        let shipped = kwtable::Parts {
+            start: builtin::START,
+            trans,
+            classes: builtin::CLASSES,
+            match_lim: builtin::MATCH_LIM,
+            shift: builtin::SHIFT,
+            match_at: builtin::MATCH_AT.to_vec(),
+            pids: builtin::PIDS.to_vec(),
+            lens: builtin::LENS.to_vec(),
+            max_len: builtin::MAX_LEN,
+        };
+        assert_eq!(shipped, p);
+        assert!(p.match_lim > 0 && p.pids.len() >= keywords.len());
+        // and the keywords' rules are those of the rule list
+        let (_, lists) = keyword_table(&s.rules);
+        let shipped_lists: Vec<Vec<usize>> = builtin::KW_AT
+            .windows(2)
+            .map(|w| {
+                builtin::KW_RULES[w[0] as usize..w[1] as usize]
+                    .iter()
+                    .map(|&r| r as usize)
+                    .collect()
+            })
+            .collect();
+        assert_eq!(shipped_lists, lists);
+        assert!(s.engine.keywords.is_empty());
+        assert_eq!(s.engine.kw_at, builtin::KW_AT);
+    }
+
+    /// Other keywords (a user's rules, a subset of the built-in ones) get
+    /// the NFA and, on long haystacks, a table built at run time; both
+    /// report what aho-corasick's own search reports.
+    #[test]
+    fn a_user_rule_set_builds_its_own_automata() {
+        let s = crate::Scrubber::default_rules_subset_for("password=x token: y").expect("subset");
+        assert!(s.engine.ac.is_some());
         assert!(s.engine.laned.get().is_none());
+        let (keywords, _) = keyword_table(&s.rules);
+        assert!(!keywords.is_empty() && keywords.len() < builtin::KEYWORDS.len());
+        let ac = reference_ac(&s.rules);
+        let line = "password=Zq8#kL2!vN9w token: R4nd0mL00k1ngT0k3nV4lu3 PASSWORD TOKEN\n";
+        let hay = line.repeat(DFA_MIN_HAYSTACK / line.len() + 2);
+        let hits = laned_hits(&s.engine, hay.as_bytes(), BLOCK);
+        assert!(matches!(
+            s.engine.laned.get(),
+            Some(Some(Table {
+                trans: Trans::Built(_),
+                ..
+            }))
+        ));
+        assert!(hits.len() >= 4 * (DFA_MIN_HAYSTACK / line.len()));
+        assert_eq!(hits, reference_hits(&ac, hay.as_bytes()));
+        assert_eq!(
+            s.engine.candidates(&s.rules, hay.as_bytes()),
+            reference_candidates(&s.engine, &ac, &s.rules, hay.as_bytes())
+        );
     }
 }

@@ -27,6 +27,7 @@
 
 mod engine;
 mod file_format;
+mod kwtable;
 mod rules;
 mod stream;
 

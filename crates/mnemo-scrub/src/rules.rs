@@ -36,7 +36,7 @@ pub enum RuleError {
     Automaton(String),
 }
 
-use crate::file_format::{AllowSection, RuleFile, RuleSpec};
+use crate::file_format::RuleFile;
 
 /// A rule of the built-in file as `build.rs` wrote it into the binary
 /// (macros expanded, keywords lowercased, ids checked).
@@ -76,52 +76,59 @@ fn owned(list: &[&str]) -> Vec<String> {
     list.iter().map(|s| (*s).to_string()).collect()
 }
 
-impl From<&Spec<'_>> for RuleSpec {
-    fn from(s: &Spec<'_>) -> Self {
-        RuleSpec {
-            id: s.id.to_string(),
-            description: s.description.to_string(),
-            pattern: s.pattern.to_string(),
-            keywords: owned(s.keywords),
-            secret_group: s.secret_group,
-            entropy: s.entropy,
-            allow: owned(s.allow),
-            specificity: s.specificity,
-            placeholders: s.placeholders,
-            code_aware: s.code_aware,
-            require_digit: s.require_digit,
-            max_len: s.max_len,
-            pantheon_replacement: s.pantheon_replacement.map(str::to_string),
-            examples: owned(s.examples),
-            counter_examples: owned(s.counter_examples),
-        }
-    }
-}
-
 /// The built-in rules, from the statics `build.rs` made of
 /// `rules/default.toml` (what [`compile`] of that file gives, lazily, without
 /// parsing TOML at run time).
 pub(crate) fn compile_builtin() -> Result<Compiled, RuleError> {
-    compile_builtin_where(|_| true)
+    let mut c = compile_builtin_where(|_| true)?;
+    c.builtin = true;
+    Ok(c)
 }
 
-/// [`compile_builtin`] of the rules whose index `keep` keeps (in order).
+/// [`compile_builtin`] of the rules whose index `keep` keeps (in order):
+/// what [`compile_file`] makes of the file lazily, built straight from the
+/// statics (no intermediate [`RuleFile`]; ids, keywords and macros were
+/// checked, lowercased and expanded by `build.rs`).
 pub(crate) fn compile_builtin_where(keep: impl Fn(usize) -> bool) -> Result<Compiled, RuleError> {
-    let file = RuleFile {
-        version: Some(1),
-        macros: BTreeMap::new(),
-        allow: AllowSection {
-            templates: owned(builtin::TEMPLATES),
-            placeholders: owned(builtin::PLACEHOLDERS),
-        },
-        rules: builtin::RULES
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| keep(*i))
-            .map(|(_, r)| RuleSpec::from(r))
-            .collect(),
-    };
-    compile_file(file, false)
+    let templates = LazyRegex::any_of("allow.templates", &owned(builtin::TEMPLATES), true, false)?;
+    let placeholders = LazyRegex::any_of(
+        "allow.placeholders",
+        &owned(builtin::PLACEHOLDERS),
+        true,
+        false,
+    )?;
+    let mut rules = Vec::with_capacity(builtin::RULES.len());
+    for (_, s) in builtin::RULES.iter().enumerate().filter(|(i, _)| keep(*i)) {
+        rules.push(Rule {
+            id: s.id.to_string(),
+            description: s.description.to_string(),
+            pattern: s.pattern.to_string(),
+            keywords: owned(s.keywords),
+            regex: LazyMeta {
+                id: s.id.to_string(),
+                pattern: s.pattern.to_string(),
+                cell: OnceLock::new(),
+            },
+            shape: OnceLock::new(),
+            secret_group: s.secret_group,
+            entropy: s.entropy,
+            allow: LazyRegex::any_of(s.id, &owned(s.allow), true, false)?,
+            specificity: s.specificity,
+            placeholders: s.placeholders,
+            code_aware: s.code_aware,
+            require_digit: s.require_digit,
+            max_len: s.max_len.unwrap_or(DEFAULT_MAX_LEN).clamp(256, 1 << 20),
+            pantheon_replacement: s.pantheon_replacement.map(str::to_string),
+            examples: owned(s.examples),
+            counter_examples: owned(s.counter_examples),
+        });
+    }
+    Ok(Compiled {
+        rules,
+        templates,
+        placeholders,
+        builtin: false,
+    })
 }
 
 /// Indices (ascending) of the built-in rules with a keyword in `text`,
@@ -480,6 +487,9 @@ pub(crate) struct Compiled {
     pub(crate) rules: Vec<Rule>,
     pub(crate) templates: Option<LazyRegex>,
     pub(crate) placeholders: Option<LazyRegex>,
+    /// The whole built-in rule list, in order ([`compile_builtin`]): its
+    /// keyword tables and automaton were built by `build.rs`.
+    pub(crate) builtin: bool,
 }
 
 /// Parses `pattern` with the engine's flags (bytes, Unicode off).
@@ -649,6 +659,7 @@ fn compile_file(file: RuleFile, eager: bool) -> Result<Compiled, RuleError> {
         rules,
         templates,
         placeholders,
+        builtin: false,
     })
 }
 
@@ -805,6 +816,12 @@ mod tests {
             assert_eq!(a.pantheon_replacement, b.pantheon_replacement, "{}", a.id);
             assert_eq!(a.examples, b.examples, "{}", a.id);
             assert_eq!(a.counter_examples, b.counter_examples, "{}", a.id);
+            // and every other field (the lazy regex, the unparsed shape)
+            assert_eq!(format!("{a:?}"), format!("{b:?}"));
         }
+        assert_eq!(
+            format!("{:?}", (&from_toml.templates, &from_toml.placeholders)),
+            format!("{:?}", (&built.templates, &built.placeholders))
+        );
     }
 }
