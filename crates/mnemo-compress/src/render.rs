@@ -444,7 +444,9 @@ pub fn render_entry(e: &EntryView, zz_date: &str) -> String {
 /// first one's place: their file names joined by `; `, when their other
 /// fields (date, status) are the same.
 fn standard_rows(standard: &[&EntryView], date: &str) -> String {
-    let mut rows: Vec<(Option<(String, Vec<String>)>, String)> = Vec::new();
+    // (agent and fields of a LOW row, its cell) or (none, a rendered row).
+    type Row = (Option<(String, Vec<String>)>, String);
+    let mut rows: Vec<Row> = Vec::new();
     for e in standard {
         if matches!(e.summary.body, Body::Aggressive { .. }) {
             let key = (e.agent.clone(), field_bits(e, date));
