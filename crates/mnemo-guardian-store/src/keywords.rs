@@ -5,105 +5,18 @@
 //! keywords occurs (ASCII-case-insensitively): its scan starts every rule
 //! at a keyword hit and nowhere else (`mnemo-scrub`'s engine). So a string
 //! in which no keyword occurs has no finding, and the store wrapper need
-//! not build the scrubber for it. Building the scrubber compiles its
-//! rules; this index takes only their keywords, from the statics
-//! `mnemo-scrub`'s build script wrote ([`mnemo_scrub::default_rule_keywords`]),
-//! once per process.
-//!
-//! A keyword list this index cannot hold (none at all, a keyword shorter
-//! than two bytes, 65,535 or more, or one the automaton cannot be built
-//! for) gives no index, and then every string
-//! goes to the scrubber. The tests check that the keywords held here are
-//! exactly the scrubber's.
-use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
-use std::sync::OnceLock;
-
-/// The keywords, lowercased, sorted, and one automaton over all of them.
-#[derive(Debug)]
-pub(crate) struct KeywordIndex {
-    /// Sorted, deduplicated, lowercase (the tests compare them with the
-    /// scrubber's).
-    #[cfg(test)]
-    words: Vec<Vec<u8>>,
-    /// An ASCII-case-insensitive Aho-Corasick DFA over `words`: one pass,
-    /// one table step a byte, reports whether any keyword occurs anywhere
-    /// (the standard, overlapping semantics: no occurrence is skipped).
-    /// Replaces a pair bitmap with a keyword comparison at each hit, which
-    /// cost ~45 instructions a byte on the Guardian's JSON and ids.
-    automaton: AhoCorasick,
-}
-
-static INDEX: OnceLock<Option<KeywordIndex>> = OnceLock::new();
-
-/// The index of the built-in rules (`None`: their keywords do not fit it;
-/// then nothing may skip the scrubber).
-pub(crate) fn default_index() -> Option<&'static KeywordIndex> {
-    INDEX
-        .get_or_init(|| KeywordIndex::from_keywords(mnemo_scrub::default_rule_keywords()))
-        .as_ref()
-}
+//! not build the scrubber for it. The check walks the keyword table that
+//! `mnemo-scrub`'s build script compiled into the binary
+//! ([`mnemo_scrub::default_rule_keyword_occurs`]): one table step a byte
+//! and nothing built at run time, so a one-shot hook process pays for no
+//! automaton construction (an aho-corasick DFA built here cost ~15 M
+//! instructions a process). The tests check it against the scrubber's
+//! keywords and findings.
 
 /// Whether the scrubber may find something in `text`: `false` only when no
 /// keyword of the built-in rules occurs in it (then it finds nothing).
 pub(crate) fn may_hold_secret(text: &str) -> bool {
-    match default_index() {
-        Some(ix) => ix.occurs_in(text.as_bytes()),
-        None => true,
-    }
-}
-
-impl KeywordIndex {
-    /// The index of `keywords` (any case); `None` when there is none, one
-    /// is shorter than two bytes, there are 65,535 or more, or the
-    /// automaton cannot be built.
-    pub(crate) fn from_keywords<'k>(
-        keywords: impl IntoIterator<Item = &'k str>,
-    ) -> Option<KeywordIndex> {
-        let mut words: Vec<Vec<u8>> = keywords
-            .into_iter()
-            .map(|k| k.as_bytes().to_vec())
-            .collect();
-        if words.is_empty() {
-            return None;
-        }
-        for w in &mut words {
-            w.make_ascii_lowercase();
-        }
-        if words.iter().any(|w| w.len() < 2) {
-            return None;
-        }
-        words.sort();
-        words.dedup();
-        if words.len() >= usize::from(u16::MAX) {
-            return None;
-        }
-        let automaton = AhoCorasick::builder()
-            .ascii_case_insensitive(true)
-            .match_kind(MatchKind::Standard)
-            .kind(Some(AhoCorasickKind::DFA))
-            // Hundreds of keywords starting with most letters: a
-            // prefilter would stop at nearly every byte of JSON.
-            .prefilter(false)
-            .build(&words)
-            .ok()?;
-        Some(KeywordIndex {
-            #[cfg(test)]
-            words,
-            automaton,
-        })
-    }
-
-    /// The keywords (lowercase, sorted).
-    #[cfg(test)]
-    pub(crate) fn words(&self) -> impl Iterator<Item = &[u8]> {
-        self.words.iter().map(Vec::as_slice)
-    }
-
-    /// Whether any keyword occurs in `hay`, ASCII-case-insensitively (as
-    /// the scrubber's keyword automaton matches them).
-    pub(crate) fn occurs_in(&self, hay: &[u8]) -> bool {
-        self.automaton.is_match(hay)
-    }
+    mnemo_scrub::default_rule_keyword_occurs(text.as_bytes())
 }
 
 #[cfg(test)]
@@ -116,17 +29,36 @@ mod tests {
         Scrubber::default_rules().unwrap_or_else(|e| panic!("{e}"))
     }
 
-    fn index() -> &'static KeywordIndex {
-        default_index().unwrap_or_else(|| panic!("the built-in rule file's keywords must read"))
+    /// The pre-check over bytes.
+    struct Ix;
+    impl Ix {
+        fn occurs_in(&self, hay: &[u8]) -> bool {
+            mnemo_scrub::default_rule_keyword_occurs(hay)
+        }
+    }
+    fn index() -> Ix {
+        Ix
+    }
+
+    /// The built-in rules' keywords, lowercase, sorted, deduplicated.
+    fn words() -> Vec<Vec<u8>> {
+        let set: BTreeSet<Vec<u8>> = mnemo_scrub::default_rule_keywords()
+            .map(|k| k.to_ascii_lowercase().into_bytes())
+            .collect();
+        set.into_iter().collect()
     }
 
     #[test]
-    fn the_keywords_read_are_exactly_the_scrubbers() {
-        let ours: BTreeSet<Vec<u8>> = index().words().map(<[u8]>::to_vec).collect();
+    fn the_keywords_checked_are_exactly_the_scrubbers() {
+        let ours: BTreeSet<Vec<u8>> = words().into_iter().collect();
         let theirs: BTreeSet<Vec<u8>> = scrubber()
             .rules()
             .iter()
-            .flat_map(|r| r.keywords().iter().map(|k| k.as_bytes().to_vec()))
+            .flat_map(|r| {
+                r.keywords()
+                    .iter()
+                    .map(|k| k.to_ascii_lowercase().into_bytes())
+            })
             .collect();
         assert_eq!(ours, theirs);
         assert!(ours.len() > 100, "{}", ours.len());
@@ -271,7 +203,8 @@ mod tests {
     #[test]
     fn the_automaton_agrees_with_a_naive_substring_scan() {
         let ix = index();
-        let words: Vec<&[u8]> = ix.words().collect();
+        let owned = words();
+        let words: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
         let naive = |hay: &[u8]| {
             let low = hay.to_ascii_lowercase();
             words.iter().any(|w| low.windows(w.len()).any(|x| x == *w))
@@ -330,20 +263,5 @@ mod tests {
         }
         // hex that happens to hold a keyword goes to the scrubber
         assert!(ix.occurs_in(b"0b6e3c1e-4eaa-4c1f-9e57-2f4a8d7c9b10"));
-    }
-
-    #[test]
-    fn keyword_lists_the_index_cannot_hold_give_no_index() {
-        let ix = KeywordIndex::from_keywords(["GHP_", "x\"y", "ghp_"])
-            .unwrap_or_else(|| panic!("two keywords"));
-        assert_eq!(ix.words().count(), 2);
-        assert!(ix.occurs_in(b"--ghp_--"));
-        assert!(ix.occurs_in(b"x\"Y"));
-        assert!(!ix.occurs_in(b"ghp-"));
-        assert!(KeywordIndex::from_keywords(["ghp_", "g"]).is_none());
-        assert!(KeywordIndex::from_keywords(["ghp_", ""]).is_none());
-        assert!(KeywordIndex::from_keywords([]).is_none());
-        let many: Vec<String> = (0..70_000u32).map(|i| format!("k{i:05}")).collect();
-        assert!(KeywordIndex::from_keywords(many.iter().map(String::as_str)).is_none());
     }
 }

@@ -313,6 +313,26 @@ impl Table {
     }
 }
 
+/// Whether any keyword of the built-in rules occurs in `hay` (ASCII case
+/// folded, overlapping: the scrubber's own keyword semantics), by a walk of
+/// the table `build.rs` put in the binary: nothing is built at run time.
+pub(crate) fn builtin_keyword_occurs(hay: &[u8]) -> bool {
+    static TABLE: OnceLock<Option<Table>> = OnceLock::new();
+    let Some(t) = TABLE.get_or_init(Table::builtin).as_ref() else {
+        // no table: nothing may skip the scrubber
+        return true;
+    };
+    let w = t.walker();
+    let mut s = t.start;
+    for &b in hay {
+        s = w.next(s, b);
+        if w.is_match(s) {
+            return true;
+        }
+    }
+    false
+}
+
 /// Per-rule progress of one scan and its candidates.
 struct Scan {
     /// rule index -> offset before which its keyword hits need no scan

@@ -48,6 +48,16 @@ pub fn default_rule_keywords() -> impl Iterator<Item = &'static str> + Clone {
     rules::builtin_keywords()
 }
 
+/// Whether any keyword of the built-in rules ([`default_rule_keywords`])
+/// occurs in `text`, ASCII-case-insensitively. The scrubber starts a rule
+/// only at one of its keywords, so `false` means the built-in rules find
+/// nothing in `text`. Walks the keyword table compiled into the binary:
+/// no automaton is built at run time (a one-shot hook process pays for no
+/// construction).
+pub fn default_rule_keyword_occurs(text: &[u8]) -> bool {
+    engine::builtin_keyword_occurs(text)
+}
+
 /// One redaction: which rule fired, the byte range in the *original* text,
 /// and the text that replaced it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
