@@ -804,23 +804,23 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_head_line_is_the_bold_agent_then_its_parts() {
-        let view = |title: &str, files: &[&str], status: Option<&str>| EntryView {
-            agent: "Hermes".to_string(),
+    /// A LOW entry of `agent` from 2026-10-19 (files shown, `status` in its
+    /// fields); tests override what they look at.
+    fn test_view(agent: &str, status: Option<&str>) -> EntryView {
+        EntryView {
+            agent: agent.to_string(),
             date: "2026-10-19".to_string(),
             phase: "1".to_string(),
-            score: 6000,
-            band: Band::High,
-            mode: Mode::Expanded,
+            score: 1000,
+            band: Band::Low,
+            mode: Mode::Aggressive,
             status: None,
             summary: Summary {
-                title: title.to_string(),
-                body: Body::High {
-                    what: "GET /a returns 200.".to_string(),
-                    to_next: "Call it.".to_string(),
+                title: "x".to_string(),
+                body: Body::Aggressive {
+                    files: String::new(),
                 },
-                files: files.iter().map(|f| f.to_string()).collect(),
+                files: Vec::new(),
             },
             source_summary: String::new(),
             task: None,
@@ -831,6 +831,24 @@ mod tests {
                 notes: Vec::new(),
             },
             tokens: EntryTokens::default(),
+        }
+    }
+
+    #[test]
+    fn a_head_line_is_the_bold_agent_then_its_parts() {
+        let view = |title: &str, files: &[&str], status: Option<&str>| EntryView {
+            score: 6000,
+            band: Band::High,
+            mode: Mode::Expanded,
+            summary: Summary {
+                title: title.to_string(),
+                body: Body::High {
+                    what: "GET /a returns 200.".to_string(),
+                    to_next: "Call it.".to_string(),
+                },
+                files: files.iter().map(|f| f.to_string()).collect(),
+            },
+            ..test_view("Hermes", status)
         };
         // No separator between the name and its first part.
         assert_eq!(
@@ -861,27 +879,12 @@ mod tests {
     #[test]
     fn an_agents_low_entries_share_one_row() {
         let one = |agent: &str, body: Body, status: Option<&str>| EntryView {
-            agent: agent.to_string(),
-            date: "2026-10-19".to_string(),
-            phase: "1".to_string(),
-            score: 1000,
-            band: Band::Low,
-            mode: Mode::Aggressive,
-            status: None,
             summary: Summary {
                 title: "x".to_string(),
                 body,
                 files: Vec::new(),
             },
-            source_summary: String::new(),
-            task: None,
-            fields: EntryFields {
-                date: true,
-                files: true,
-                status: status.map(str::to_string),
-                notes: Vec::new(),
-            },
-            tokens: EntryTokens::default(),
+            ..test_view(agent, status)
         };
         let low = |agent: &str, files: &str| {
             one(
