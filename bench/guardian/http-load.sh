@@ -107,4 +107,8 @@ elif command -v oha >/dev/null; then
 else
   echo "install wrk or oha" >&2; exit 1
 fi
+if [ "${STORE:-memory}" = sqlite ]; then
+  # Sizes while the server still runs (a stopped server leaves its WAL).
+  echo "sqlite files after the run: database $(stat -c %s "$tmp/guardian.sqlite3") bytes, WAL $(stat -c %s "$tmp/guardian.sqlite3-wal" 2>/dev/null || echo 0) bytes"
+fi
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
