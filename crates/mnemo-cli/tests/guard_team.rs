@@ -283,6 +283,58 @@ fn two_guardian_processes_on_one_database_decide_one_session_consistently() {
     check_chain(&entries, steps.len());
 }
 
+/// One process decides several sessions on its decider threads (one per
+/// shard of session ids, each with a connection of its own): eight threads
+/// at once send requests for eight sessions, each id twice; each id is
+/// accepted once and refused once, and every session's steps are the
+/// acknowledged ones, numbered without a gap, with an unbroken chain.
+#[test]
+fn one_guardian_process_decides_many_sessions_on_its_decider_threads() {
+    let Some(url) = pg_url() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let a = start(&url, &policy(dir.path()));
+    const SESSIONS: u16 = 8;
+    const THREADS: u64 = 8;
+    const EACH: u64 = 24;
+    let sessions: Arc<Vec<String>> = Arc::new((0..SESSIONS).map(|i| unique(0x30 + i)).collect());
+    let port = a.port;
+    let handles: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let sessions = sessions.clone();
+            std::thread::spawn(move || {
+                let mut got = Vec::new();
+                for k in 0..EACH {
+                    let s = (t + k) as usize % sessions.len();
+                    let id = rid(0x300 + t, k);
+                    let first = send(port, &sessions[s], &id);
+                    let again = send(port, &sessions[s], &id);
+                    got.push((s, id, first, again));
+                }
+                got
+            })
+        })
+        .collect();
+    let mut acked: Vec<BTreeSet<String>> = vec![BTreeSet::new(); sessions.len()];
+    for h in handles {
+        for (s, id, first, again) in h.join().unwrap() {
+            assert_eq!(first, Answer::Accepted, "{id}");
+            assert_eq!(again, Answer::Replay, "{id}");
+            assert!(acked[s].insert(id));
+        }
+    }
+    drop(a);
+    for (session, acked) in sessions.iter().zip(&acked) {
+        let (steps, entries) = read_back(&url, session);
+        let recorded: BTreeSet<String> = steps.iter().cloned().collect();
+        assert_eq!(recorded.len(), steps.len(), "no step recorded twice");
+        assert_eq!(
+            &recorded, acked,
+            "{session}: the recorded steps are the acknowledged ones"
+        );
+        check_chain(&entries, steps.len());
+    }
+}
+
 /// Load on one process, `kill -9` once `kill_after` answers came back;
 /// then every acknowledged step is in the store, and a new process on the
 /// same store continues the chain and refuses the acknowledged ids.

@@ -9,6 +9,17 @@
 //! answers each request through its own one-shot channel. `hyper` answers a
 //! connection's pipelined requests one after another, in order.
 //!
+//! A store whose units of work wait on the network and that offers more
+//! than one handle ([`SessionStore::another`]: PostgreSQL) is decided on
+//! [`HttpLimits::deciders`] threads of their own instead, each with its own
+//! connection and queue, so that the runtime goes on reading, parsing and
+//! answering while a batch waits for the database. A request goes to the
+//! decider its session id hashes to ([`shard`]): a session's requests are
+//! decided in arrival order by one decider, and batches of different
+//! sessions commit side by side (the database groups their WAL flushes);
+//! between deciders, as between processes, the database's row locks keep
+//! a session consistent.
+//!
 //! Limits: a head larger than [`MAX_HEAD_BYTES`] is answered 431, a body longer than `max_request_bytes` 413 (before it is read
 //! when it is declared), at most [`HttpLimits::max_connections`] connections
 //! (more are answered 503), a connection idle for
@@ -46,6 +57,14 @@ pub const READ_BUFFER_BYTES: usize = 64 * 1024;
 /// Most requests decided in one store transaction.
 pub const MAX_BATCH: usize = 256;
 
+/// Decider threads by default for a store with several handles.
+pub const DECIDERS: usize = 4;
+
+/// How long a decider thread lets its queue fill after its first request
+/// (again while each wait brought more): the runtime's thread is still
+/// reading the connections that were ready with it.
+const GATHER: Duration = Duration::from_micros(30);
+
 /// Limits of the HTTP server.
 #[derive(Debug, Clone)]
 pub struct HttpLimits {
@@ -55,6 +74,10 @@ pub struct HttpLimits {
     pub idle_timeout: Duration,
     /// Most body bytes being read or decided at once, over all connections.
     pub inflight_bytes: usize,
+    /// Decider threads for a store that offers more than one handle
+    /// ([`SessionStore::another`]: PostgreSQL); a session's requests always
+    /// go to the same one. Other stores are decided on the runtime's thread.
+    pub deciders: usize,
 }
 
 impl Default for HttpLimits {
@@ -63,6 +86,7 @@ impl Default for HttpLimits {
             max_connections: 1024,
             idle_timeout: Duration::from_secs(60),
             inflight_bytes: 64 << 20,
+            deciders: DECIDERS,
         }
     }
 }
@@ -75,7 +99,9 @@ struct Job {
 
 /// What every connection task shares.
 struct Shared {
-    jobs: mpsc::Sender<Job>,
+    /// One queue per decider; a session's requests go to
+    /// `jobs[shard(session)]`.
+    jobs: Vec<mpsc::Sender<Job>>,
     /// The in-flight body budget, in KiB.
     budget: Arc<Semaphore>,
     budget_kib: u32,
@@ -99,7 +125,26 @@ where
     T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let max_body = g.config().max_request_bytes;
-    let (tx, rx) = mpsc::channel::<Job>(4 * MAX_BATCH);
+    // A store with several handles (PostgreSQL) is decided on threads of
+    // its own, so that the runtime goes on reading and answering while a
+    // batch waits for the database; any other store (and any store when
+    // `deciders` is 1) on the runtime's thread.
+    let mut others = Vec::new();
+    while others.len() + 1 < limits.deciders {
+        match g.store().another() {
+            Some(Ok(s)) => others.push(g.sibling(s)),
+            Some(Err(e)) => return Err(std::io::Error::other(e.to_string())),
+            None => break,
+        }
+    }
+    let threaded = !others.is_empty();
+    let mut txs = Vec::with_capacity(1 + others.len());
+    let mut rxs = Vec::with_capacity(1 + others.len());
+    for _ in 0..=others.len() {
+        let (tx, rx) = mpsc::channel::<Job>(4 * MAX_BATCH);
+        txs.push(tx);
+        rxs.push(rx);
+    }
     // The budget must admit the largest allowed body.
     let body_kib = u32::try_from(max_body.div_ceil(1024).saturating_add(1)).unwrap_or(u32::MAX / 2);
     let budget_kib = u32::try_from(limits.inflight_bytes.div_ceil(1024))
@@ -107,7 +152,7 @@ where
         .max(body_kib)
         .min(u32::try_from(Semaphore::MAX_PERMITS).unwrap_or(u32::MAX / 2));
     let shared = Arc::new(Shared {
-        jobs: tx,
+        jobs: txs,
         budget: Arc::new(Semaphore::new(budget_kib as usize)),
         budget_kib,
         max_body,
@@ -117,9 +162,28 @@ where
         .build()?;
     listener.set_nonblocking(true)?;
     let wrap = Arc::new(wrap);
+    let mut rxs = rxs.into_iter();
+    let mut inline = None;
+    if threaded {
+        let queues: Vec<_> = rxs.by_ref().collect();
+        let deciders =
+            std::iter::once(Decider::First(g)).chain(others.into_iter().map(Decider::Other));
+        for (i, (d, rx)) in deciders.zip(queues).enumerate() {
+            std::thread::Builder::new()
+                .name(format!("mnemo-decide-{i}"))
+                .spawn(move || match d {
+                    Decider::First(g) => decide_blocking(g, rx),
+                    Decider::Other(g) => decide_blocking(g, rx),
+                })?;
+        }
+    } else {
+        inline = rxs.next().map(|rx| (g, rx));
+    }
     rt.block_on(async move {
-        // The decider runs on this thread too: no cross-thread wake-ups.
-        tokio::spawn(decide_loop(g, rx));
+        if let Some((g, rx)) = inline {
+            // The decider runs on this thread too: no cross-thread wake-ups.
+            tokio::spawn(decide_loop(g, rx));
+        }
         let listener = tokio::net::TcpListener::from_std(listener)?;
         let conns = Arc::new(Semaphore::new(limits.max_connections));
         loop {
@@ -180,6 +244,81 @@ async fn decide_loop<S: SessionStore>(mut g: Guardian<S>, mut rx: mpsc::Receiver
         }
         replies.clear();
     }
+}
+
+/// The Guardian given to [`serve`], or one over another handle of its store.
+enum Decider<S: SessionStore> {
+    First(Guardian<S>),
+    Other(Guardian<Box<dyn SessionStore + Send>>),
+}
+
+/// Moves what `rx` holds into the batch (up to [`MAX_BATCH`]); whether
+/// that was anything.
+fn take(
+    rx: &mut mpsc::Receiver<Job>,
+    requests: &mut Vec<Value>,
+    replies: &mut Vec<oneshot::Sender<Value>>,
+) -> bool {
+    let before = requests.len();
+    while requests.len() < MAX_BATCH {
+        match rx.try_recv() {
+            Ok(job) => {
+                requests.push(job.request);
+                replies.push(job.reply);
+            }
+            Err(_) => break,
+        }
+    }
+    requests.len() > before
+}
+
+/// A decider on a thread of its own (a store whose units of work wait
+/// on the network): blocks for a request, lets its queue fill while the
+/// runtime's thread is still reading ([`GATHER`]), decides the batch in
+/// one transaction and answers it.
+fn decide_blocking<S: SessionStore>(mut g: Guardian<S>, mut rx: mpsc::Receiver<Job>) {
+    let mut requests = Vec::with_capacity(MAX_BATCH);
+    let mut replies = Vec::with_capacity(MAX_BATCH);
+    while let Some(job) = rx.blocking_recv() {
+        requests.push(job.request);
+        replies.push(job.reply);
+        take(&mut rx, &mut requests, &mut replies);
+        while requests.len() < MAX_BATCH {
+            std::thread::sleep(GATHER);
+            if !take(&mut rx, &mut requests, &mut replies) {
+                break;
+            }
+        }
+        let answers = g.handle_batch(&requests);
+        requests.clear();
+        for (reply, answer) in replies.drain(..).zip(answers) {
+            let _ = reply.send(answer);
+        }
+        replies.clear();
+    }
+}
+
+/// Which decider decides `request`: by its session id (FNV-1a), so that
+/// a session's requests are decided by one decider, in arrival order, and
+/// deciders never wait on each other's row locks; a request without one
+/// goes to the first.
+fn shard(request: &Value, n: usize) -> usize {
+    if n <= 1 {
+        return 0;
+    }
+    let Some(session) = request
+        .get("params")
+        .and_then(|p| p.get("metadata"))
+        .and_then(|m| m.get("session_id"))
+        .and_then(Value::as_str)
+    else {
+        return 0;
+    };
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in session.bytes() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    (h % n as u64) as usize
 }
 
 async fn serve_conn<T>(io: T, shared: Arc<Shared>, idle: Duration)
@@ -357,7 +496,8 @@ async fn answer(req: Request<Incoming>, shared: Arc<Shared>) -> Result<Answer, I
         Ok(request) => {
             drop(body);
             let (tx, rx) = oneshot::channel();
-            if shared.jobs.send(Job { request, reply: tx }).await.is_err() {
+            let queue = &shared.jobs[shard(&request, shared.jobs.len())];
+            if queue.send(Job { request, reply: tx }).await.is_err() {
                 return Ok(unavailable());
             }
             match rx.await {
@@ -391,6 +531,34 @@ fn unavailable() -> Answer {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
+    fn req(session: &str) -> serde_json::Value {
+        json!({"jsonrpc": "2.0", "method": "steps/userMessage", "id": 1,
+               "params": {"metadata": {"session_id": session}}})
+    }
+
+    /// A session always goes to the same decider, sessions spread over all
+    /// of them, and a request without a session goes to the first.
+    #[test]
+    fn shard_keeps_a_session_on_one_decider_and_spreads_sessions() {
+        let mut used = [0usize; 4];
+        for i in 0..400 {
+            let s = format!("7c9e6679-{i:04}-40de-944b-e07fc1f90ae7");
+            let k = super::shard(&req(&s), 4);
+            assert_eq!(k, super::shard(&req(&s), 4), "{s}");
+            assert!(k < 4);
+            used[k] += 1;
+        }
+        assert!(used.iter().all(|&n| n >= 50), "{used:?}");
+        assert_eq!(super::shard(&json!({"id": 1}), 4), 0);
+        assert_eq!(
+            super::shard(&json!({"params": {"metadata": {"session_id": 7}}}), 4),
+            0
+        );
+        assert_eq!(super::shard(&req("anything"), 1), 0);
+    }
+
     #[test]
     fn uri_len_is_the_length_of_the_written_target() {
         for t in ["/", "/x?y=1", "http://h:1/a?b", "h:80", "*", "http://h"] {

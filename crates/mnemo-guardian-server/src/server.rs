@@ -68,8 +68,9 @@ pub fn serve_http(
 }
 
 /// Serves HTTP/1.1 JSON-RPC on an already bound listener (see
-/// [`crate::http`]: `hyper` on one `tokio` thread, one decider thread that
-/// decides whatever is queued in one store transaction).
+/// [`crate::http`]: `hyper` on one `tokio` thread, a decider that decides
+/// whatever is queued in one store transaction: on that thread, or for
+/// PostgreSQL on threads of its own, one per shard of sessions).
 pub fn serve_listener(g: Guardian<DynStore>, listener: TcpListener) -> Result<(), ServeError> {
     serve_listener_with(g, listener, HttpLimits::default())
 }
