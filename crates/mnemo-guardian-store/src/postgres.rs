@@ -141,13 +141,17 @@ impl Stmts {
             )?,
             // The writes a unit of work deferred (rows it knows to be new),
             // all in one statement: every data-modifying WITH runs once.
+            // Plain INSERTs (no ON CONFLICT: its speculative insertion
+            // writes a WAL record more a row): a row that is there after
+            // all would be a unique violation, failing the unit of work,
+            // never a replay silently accepted.
             flush: c.prepare(
                 "WITH r AS (
                    INSERT INTO guardian_seen_requests (session_id, request_id, at_ms)
-                   SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[]) ON CONFLICT DO NOTHING),
+                   SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[])),
                  n AS (
                    INSERT INTO guardian_seen_nonces (session_id, nonce, at_ms)
-                   SELECT * FROM unnest($4::text[], $5::text[], $6::bigint[]) ON CONFLICT DO NOTHING),
+                   SELECT * FROM unnest($4::text[], $5::text[], $6::bigint[])),
                  ch AS (
                    INSERT INTO guardian_chain (session_id, seq, canonical, hash)
                    SELECT * FROM unnest($7::text[], $8::bigint[], $9::text[], $10::bytea[])),
