@@ -71,6 +71,11 @@ fn policy(dir: &Path) -> std::path::PathBuf {
 }
 
 fn start(store: &str, policy: &Path) -> Server {
+    start_with(store, policy, &[])
+}
+
+/// [`start`] with extra environment variables.
+fn start_with(store: &str, policy: &Path, env: &[(&str, &str)]) -> Server {
     let port = TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -85,6 +90,7 @@ fn start(store: &str, policy: &Path) -> Server {
         .arg(store)
         .env_remove("MNEMO_CONFIG")
         .env_remove("MNEMO_STORE")
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
@@ -283,7 +289,7 @@ fn two_guardian_processes_on_one_database_decide_one_session_consistently() {
     check_chain(&entries, steps.len());
 }
 
-/// One process decides several sessions on its decider threads (one per
+/// One process decides several sessions on four decider threads (one per
 /// shard of session ids, each with a connection of its own): eight threads
 /// at once send requests for eight sessions, each id twice; each id is
 /// accepted once and refused once, and every session's steps are the
@@ -292,7 +298,7 @@ fn two_guardian_processes_on_one_database_decide_one_session_consistently() {
 fn one_guardian_process_decides_many_sessions_on_its_decider_threads() {
     let Some(url) = pg_url() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let a = start(&url, &policy(dir.path()));
+    let a = start_with(&url, &policy(dir.path()), &[("MNEMO_GUARD_DECIDERS", "4")]);
     const SESSIONS: u16 = 8;
     const THREADS: u64 = 8;
     const EACH: u64 = 24;
