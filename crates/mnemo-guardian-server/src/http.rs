@@ -1,24 +1,29 @@
 //! The Guardian's HTTP/1.1 transport on `hyper` (the I/O edge).
 //!
 //! Shape: one single-threaded `tokio` runtime accepts connections and runs
-//! `hyper` for each; one decider task on it owns the [`Guardian`]. A
-//! connection's task reads a request, checks its limits, parses the JSON
-//! and hands it over a channel to the decider, which drains everything
-//! queued (up to [`MAX_BATCH`]) and
+//! `hyper` for each; a decider owns the [`Guardian`]. A connection's task
+//! reads a request, checks its limits, parses the JSON and hands it to the
+//! decider, which drains everything queued (up to [`MAX_BATCH`]) and
 //! decides it in one store transaction (group commit, arrival order), then
 //! answers each request through its own one-shot channel. `hyper` answers a
 //! connection's pipelined requests one after another, in order.
 //!
-//! A store whose units of work wait on the network and that offers more
-//! than one handle ([`SessionStore::another`]: PostgreSQL) is decided on
-//! [`HttpLimits::deciders`] threads of their own instead, each with its own
-//! connection and queue, so that the runtime goes on reading, parsing and
-//! answering while a batch waits for the database. A request goes to the
-//! decider its session id hashes to ([`shard`]): a session's requests are
-//! decided in arrival order by one decider, and batches of different
-//! sessions commit side by side (the database groups their WAL flushes);
-//! between deciders, as between processes, the database's row locks keep
-//! a session consistent.
+//! Where the decider runs is [`Decider`]: by default on a thread of its own
+//! ([`Decider::Thread`]), so reading, parsing and writing (the runtime's
+//! thread, most of it kernel time) overlap deciding and committing (the
+//! decider's): one hand-off each way per batch, not per request (the
+//! decider wakes the runtime once with the whole batch's answers). Or as a
+//! task of the runtime ([`Decider::Task`], one thread for everything), or
+//! on each connection's task ([`Decider::Inline`]: no hand-off, no batch,
+//! a store transaction per request).
+//!
+//! A store that offers more handles ([`SessionStore::another`]:
+//! PostgreSQL, a connection each) can be decided on several threads
+//! ([`HttpLimits::deciders`], [`Decider::Thread`] only): a request then
+//! goes to the thread its session id hashes to ([`shard`]), so a session's
+//! requests are decided in arrival order by one thread, batches of
+//! different sessions commit side by side, and between threads, as
+//! between processes, the database's row locks keep a session consistent.
 //!
 //! Limits: a head larger than [`MAX_HEAD_BYTES`] is answered 431, a body longer than `max_request_bytes` 413 (before it is read
 //! when it is declared), at most [`HttpLimits::max_connections`] connections
@@ -39,8 +44,8 @@ use mnemo_guardian::store::SessionStore;
 use serde_json::Value;
 use std::convert::Infallible;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -57,13 +62,37 @@ pub const READ_BUFFER_BYTES: usize = 64 * 1024;
 /// Most requests decided in one store transaction.
 pub const MAX_BATCH: usize = 256;
 
-/// Decider threads by default for a store with several handles.
-pub const DECIDERS: usize = 4;
+/// Decider threads by default for a store with more handles: one, which
+/// decides every session's requests in one batch (at 8 sessions, four
+/// sharded threads made batches of 3.9 requests instead of ~20, and were
+/// slower on the shared 2-core machine: bench/guardian/README.md).
+pub const DECIDERS: usize = 1;
 
-/// How long a decider thread lets its queue fill after its first request
-/// (again while each wait brought more): the runtime's thread is still
-/// reading the connections that were ready with it.
-const GATHER: Duration = Duration::from_micros(30);
+/// Where the HTTP server decides (see the module's documentation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Decider {
+    /// A thread of its own beside the runtime's thread (the default):
+    /// batches, and deciding overlaps the connections' reads and writes.
+    #[default]
+    Thread,
+    /// A task of the runtime: batches, one thread for everything.
+    Task,
+    /// Each connection's task decides its own request: no hand-off and no
+    /// batch (a store transaction per request).
+    Inline,
+}
+
+impl Decider {
+    /// The decider named `thread`, `task` or `inline`.
+    pub fn from_name(name: &str) -> Option<Decider> {
+        match name {
+            "thread" => Some(Decider::Thread),
+            "task" => Some(Decider::Task),
+            "inline" => Some(Decider::Inline),
+            _ => None,
+        }
+    }
+}
 
 /// Limits of the HTTP server.
 #[derive(Debug, Clone)]
@@ -74,9 +103,11 @@ pub struct HttpLimits {
     pub idle_timeout: Duration,
     /// Most body bytes being read or decided at once, over all connections.
     pub inflight_bytes: usize,
-    /// Decider threads for a store that offers more than one handle
-    /// ([`SessionStore::another`]: PostgreSQL); a session's requests always
-    /// go to the same one. Other stores are decided on the runtime's thread.
+    /// Where decisions run.
+    pub decider: Decider,
+    /// Decider threads ([`Decider::Thread`]) for a store that offers more
+    /// handles ([`SessionStore::another`]: PostgreSQL), sessions sharded
+    /// over them; any other store has one.
     pub deciders: usize,
 }
 
@@ -86,6 +117,7 @@ impl Default for HttpLimits {
             max_connections: 1024,
             idle_timeout: Duration::from_secs(60),
             inflight_bytes: 64 << 20,
+            decider: Decider::default(),
             deciders: DECIDERS,
         }
     }
@@ -97,11 +129,22 @@ struct Job {
     reply: oneshot::Sender<Value>,
 }
 
+/// A decided batch on its way back to the runtime: each answer with the
+/// channel of the request it answers.
+type Answered = Vec<(oneshot::Sender<Value>, Value)>;
+
+/// How a connection's task reaches the decider.
+enum Jobs<S: SessionStore> {
+    /// One queue per decider thread; a session's requests go to
+    /// `[shard(session)]`.
+    Thread(Vec<std::sync::mpsc::Sender<Job>>),
+    Task(mpsc::Sender<Job>),
+    Inline(Arc<Mutex<Guardian<S>>>),
+}
+
 /// What every connection task shares.
-struct Shared {
-    /// One queue per decider; a session's requests go to
-    /// `jobs[shard(session)]`.
-    jobs: Vec<mpsc::Sender<Job>>,
+struct Shared<S: SessionStore> {
+    jobs: Jobs<S>,
     /// The in-flight body budget, in KiB.
     budget: Arc<Semaphore>,
     budget_kib: u32,
@@ -125,65 +168,64 @@ where
     T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let max_body = g.config().max_request_bytes;
-    // A store with several handles (PostgreSQL) is decided on threads of
-    // its own, so that the runtime goes on reading and answering while a
-    // batch waits for the database; any other store (and any store when
-    // `deciders` is 1) on the runtime's thread.
-    let mut others = Vec::new();
-    while others.len() + 1 < limits.deciders {
-        match g.store().another() {
-            Some(Ok(s)) => others.push(g.sibling(s)),
-            Some(Err(e)) => return Err(std::io::Error::other(e.to_string())),
-            None => break,
-        }
-    }
-    let threaded = !others.is_empty();
-    let mut txs = Vec::with_capacity(1 + others.len());
-    let mut rxs = Vec::with_capacity(1 + others.len());
-    for _ in 0..=others.len() {
-        let (tx, rx) = mpsc::channel::<Job>(4 * MAX_BATCH);
-        txs.push(tx);
-        rxs.push(rx);
-    }
     // The budget must admit the largest allowed body.
     let body_kib = u32::try_from(max_body.div_ceil(1024).saturating_add(1)).unwrap_or(u32::MAX / 2);
     let budget_kib = u32::try_from(limits.inflight_bytes.div_ceil(1024))
         .unwrap_or(u32::MAX / 2)
         .max(body_kib)
         .min(u32::try_from(Semaphore::MAX_PERMITS).unwrap_or(u32::MAX / 2));
-    let shared = Arc::new(Shared {
-        jobs: txs,
-        budget: Arc::new(Semaphore::new(budget_kib as usize)),
-        budget_kib,
-        max_body,
-    });
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     listener.set_nonblocking(true)?;
     let wrap = Arc::new(wrap);
-    let mut rxs = rxs.into_iter();
-    let mut inline = None;
-    if threaded {
-        let queues: Vec<_> = rxs.by_ref().collect();
-        let deciders =
-            std::iter::once(Decider::First(g)).chain(others.into_iter().map(Decider::Other));
-        for (i, (d, rx)) in deciders.zip(queues).enumerate() {
-            std::thread::Builder::new()
-                .name(format!("mnemo-decide-{i}"))
-                .spawn(move || match d {
-                    Decider::First(g) => decide_blocking(g, rx),
-                    Decider::Other(g) => decide_blocking(g, rx),
-                })?;
-        }
-    } else {
-        inline = rxs.next().map(|rx| (g, rx));
-    }
     rt.block_on(async move {
-        if let Some((g, rx)) = inline {
-            // The decider runs on this thread too: no cross-thread wake-ups.
-            tokio::spawn(decide_loop(g, rx));
-        }
+        let jobs = match limits.decider {
+            Decider::Thread => {
+                // More threads, each over another handle of the store
+                // (its own connection), when it offers them.
+                let mut others = Vec::new();
+                while others.len() + 1 < limits.deciders {
+                    match g.store().another() {
+                        Some(Ok(s)) => others.push(g.sibling(s)),
+                        Some(Err(e)) => return Err(std::io::Error::other(e.to_string())),
+                        None => break,
+                    }
+                }
+                let (done_tx, done_rx) = mpsc::unbounded_channel::<Answered>();
+                let mut queues = Vec::with_capacity(1 + others.len());
+                let (tx, rx) = std::sync::mpsc::channel::<Job>();
+                queues.push(tx);
+                let done = done_tx.clone();
+                std::thread::Builder::new()
+                    .name("guard-decider".into())
+                    .spawn(move || decide_thread(g, rx, done))?;
+                for (i, o) in others.into_iter().enumerate() {
+                    let (tx, rx) = std::sync::mpsc::channel::<Job>();
+                    queues.push(tx);
+                    let done = done_tx.clone();
+                    std::thread::Builder::new()
+                        .name(format!("guard-decider-{}", i + 1))
+                        .spawn(move || decide_thread(o, rx, done))?;
+                }
+                drop(done_tx);
+                tokio::spawn(deliver(done_rx));
+                Jobs::Thread(queues)
+            }
+            Decider::Task => {
+                let (tx, rx) = mpsc::channel::<Job>(4 * MAX_BATCH);
+                // The decider runs on this thread too: no cross-thread wake-ups.
+                tokio::spawn(decide_loop(g, rx));
+                Jobs::Task(tx)
+            }
+            Decider::Inline => Jobs::Inline(Arc::new(Mutex::new(g))),
+        };
+        let shared = Arc::new(Shared {
+            jobs,
+            budget: Arc::new(Semaphore::new(budget_kib as usize)),
+            budget_kib,
+            max_body,
+        });
         let listener = tokio::net::TcpListener::from_std(listener)?;
         let conns = Arc::new(Semaphore::new(limits.max_connections));
         loop {
@@ -246,61 +288,44 @@ async fn decide_loop<S: SessionStore>(mut g: Guardian<S>, mut rx: mpsc::Receiver
     }
 }
 
-/// The Guardian given to [`serve`], or one over another handle of its store.
-enum Decider<S: SessionStore> {
-    First(Guardian<S>),
-    Other(Guardian<Box<dyn SessionStore + Send>>),
-}
-
-/// Moves what `rx` holds into the batch (up to [`MAX_BATCH`]); whether
-/// that was anything.
-fn take(
-    rx: &mut mpsc::Receiver<Job>,
-    requests: &mut Vec<Value>,
-    replies: &mut Vec<oneshot::Sender<Value>>,
-) -> bool {
-    let before = requests.len();
-    while requests.len() < MAX_BATCH {
-        match rx.try_recv() {
-            Ok(job) => {
-                requests.push(job.request);
-                replies.push(job.reply);
-            }
-            Err(_) => break,
-        }
-    }
-    requests.len() > before
-}
-
-/// A decider on a thread of its own (a store whose units of work wait
-/// on the network): blocks for a request, lets its queue fill while the
-/// runtime's thread is still reading ([`GATHER`]), decides the batch in
-/// one transaction and answers it.
-fn decide_blocking<S: SessionStore>(mut g: Guardian<S>, mut rx: mpsc::Receiver<Job>) {
+/// The decider on a thread of its own: blocks until a request is queued,
+/// drains the queue (up to [`MAX_BATCH`]), decides it in one transaction
+/// and sends the batch's answers back in one message, so the runtime is
+/// woken once a batch (a wake-up from another thread is a system call when
+/// the runtime sleeps), not once a request. Ends when every sender or the
+/// runtime is gone.
+fn decide_thread<S: SessionStore>(
+    mut g: Guardian<S>,
+    rx: std::sync::mpsc::Receiver<Job>,
+    done: mpsc::UnboundedSender<Answered>,
+) {
     let mut requests = Vec::with_capacity(MAX_BATCH);
     let mut replies = Vec::with_capacity(MAX_BATCH);
-    while let Some(job) = rx.blocking_recv() {
+    while let Ok(job) = rx.recv() {
         requests.push(job.request);
         replies.push(job.reply);
-        take(&mut rx, &mut requests, &mut replies);
         while requests.len() < MAX_BATCH {
-            std::thread::sleep(GATHER);
-            if !take(&mut rx, &mut requests, &mut replies) {
-                break;
+            match rx.try_recv() {
+                Ok(job) => {
+                    requests.push(job.request);
+                    replies.push(job.reply);
+                }
+                Err(_) => break,
             }
         }
         let answers = g.handle_batch(&requests);
         requests.clear();
-        for (reply, answer) in replies.drain(..).zip(answers) {
-            let _ = reply.send(answer);
+        // A missing answer drops its sender: that request gets -32603.
+        let answered: Answered = replies.drain(..).zip(answers).collect();
+        if done.send(answered).is_err() {
+            return;
         }
-        replies.clear();
     }
 }
 
-/// Which decider decides `request`: by its session id (FNV-1a), so that
-/// a session's requests are decided by one decider, in arrival order, and
-/// deciders never wait on each other's row locks; a request without one
+/// Which decider thread decides `request`: by its session id (FNV-1a), so
+/// that a session's requests are decided by one thread, in arrival order,
+/// and threads never wait on each other's row locks; a request without one
 /// goes to the first.
 fn shard(request: &Value, n: usize) -> usize {
     if n <= 1 {
@@ -321,9 +346,20 @@ fn shard(request: &Value, n: usize) -> usize {
     (h % n as u64) as usize
 }
 
-async fn serve_conn<T>(io: T, shared: Arc<Shared>, idle: Duration)
+/// Hands each answer of a batch decided on the decider's thread to its
+/// connection's task (wake-ups within the runtime's thread).
+async fn deliver(mut done: mpsc::UnboundedReceiver<Answered>) {
+    while let Some(batch) = done.recv().await {
+        for (reply, answer) in batch {
+            let _ = reply.send(answer);
+        }
+    }
+}
+
+async fn serve_conn<T, S>(io: T, shared: Arc<Shared<S>>, idle: Duration)
 where
     T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    S: SessionStore + Send + 'static,
 {
     let start = Instant::now();
     let last = Arc::new(AtomicU64::new(0));
@@ -420,7 +456,10 @@ fn error_bytes(code: i64, message: &str) -> Vec<u8> {
     serde_json::to_vec(&v).unwrap_or_default()
 }
 
-async fn answer(req: Request<Incoming>, shared: Arc<Shared>) -> Result<Answer, Infallible> {
+async fn answer<S: SessionStore>(
+    req: Request<Incoming>,
+    shared: Arc<Shared<S>>,
+) -> Result<Answer, Infallible> {
     let head: usize = req.method().as_str().len()
         + uri_len(req.uri())
         + req
@@ -495,14 +534,34 @@ async fn answer(req: Request<Incoming>, shared: Arc<Shared>) -> Result<Answer, I
     let reply = match protocol::parse_request(&body, max) {
         Ok(request) => {
             drop(body);
-            let (tx, rx) = oneshot::channel();
-            let queue = &shared.jobs[shard(&request, shared.jobs.len())];
-            if queue.send(Job { request, reply: tx }).await.is_err() {
-                return Ok(unavailable());
-            }
-            match rx.await {
-                Ok(v) => protocol::encode_response(&v),
-                Err(_) => error_bytes(-32603, "guardian unavailable"),
+            let answer = match &shared.jobs {
+                // Never contended: every connection's task runs on the
+                // runtime's one thread. A decision that panicked poisons
+                // the lock: the Guardian is unavailable then, as when the
+                // decider task or thread ends.
+                Jobs::Inline(g) => match g.lock() {
+                    Ok(mut g) => Some(g.handle_value(&request)),
+                    Err(_) => return Ok(unavailable()),
+                },
+                Jobs::Thread(queues) => {
+                    let (reply, rx) = oneshot::channel();
+                    let jobs = &queues[shard(&request, queues.len())];
+                    if jobs.send(Job { request, reply }).is_err() {
+                        return Ok(unavailable());
+                    }
+                    rx.await.ok()
+                }
+                Jobs::Task(jobs) => {
+                    let (reply, rx) = oneshot::channel();
+                    if jobs.send(Job { request, reply }).await.is_err() {
+                        return Ok(unavailable());
+                    }
+                    rx.await.ok()
+                }
+            };
+            match answer {
+                Some(v) => protocol::encode_response(&v),
+                None => error_bytes(-32603, "guardian unavailable"),
             }
         }
         Err(resp) => protocol::encode_response(&resp),

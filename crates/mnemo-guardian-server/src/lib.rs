@@ -4,8 +4,8 @@
 //!
 //! **Owns:** Content-Length framing ([`framing`]), the HTTP server on
 //! `hyper` ([`http`]: a decider decides whatever is queued in one store
-//! transaction, on the runtime's thread, or for PostgreSQL on threads of
-//! its own sharded by session; total memory bounded), the stdio server and the
+//! transaction, by default on a thread of its own; for PostgreSQL
+//! optionally several, sharded by session; total memory bounded), the stdio server and the
 //! one-shot `check` ([`server`]), TLS with rustls ([`tls`]), and a client
 //! for a remote Guardian over HTTP or HTTPS ([`client`]).
 //!

@@ -50,7 +50,44 @@ pub fn check_once<S: SessionStore, R: Read>(g: &mut Guardian<S>, input: R) -> io
 /// Most concurrent HTTP connections; more are answered 503 and closed.
 pub const MAX_CONNECTIONS: usize = 1024;
 
-pub use crate::http::HttpLimits;
+pub use crate::http::{Decider, HttpLimits};
+
+/// The environment variable that picks the HTTP server's decider for
+/// [`serve_http`], [`serve_https`] and [`serve_listener`]: `thread` (the
+/// default), `task` or `inline` (see [`Decider`]; for comparing the shapes
+/// with one binary). Any other value is refused at start-up.
+pub const DECIDER_ENV: &str = "MNEMO_HTTP_DECIDER";
+
+/// The environment variable that sets [`HttpLimits::deciders`]: decider
+/// threads of a PostgreSQL store, sessions sharded over them, a connection
+/// each (1 to 64, default 1). Any other value is refused at start-up.
+pub const DECIDERS_ENV: &str = "MNEMO_GUARD_DECIDERS";
+
+/// The default limits with the decider of [`DECIDER_ENV`] and the decider
+/// threads of [`DECIDERS_ENV`], when they are set.
+pub fn limits_from_env() -> Result<HttpLimits, ServeError> {
+    let mut limits = HttpLimits::default();
+    if let Ok(name) = std::env::var(DECIDER_ENV) {
+        limits.decider = Decider::from_name(&name).ok_or_else(|| {
+            ServeError::Config(format!(
+                "{DECIDER_ENV}={name}: expected thread, task or inline"
+            ))
+        })?;
+    }
+    if let Some(v) = std::env::var_os(DECIDERS_ENV) {
+        limits.deciders = v
+            .to_str()
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .filter(|n| (1..=64).contains(n))
+            .ok_or_else(|| {
+                ServeError::Config(format!(
+                    "{DECIDERS_ENV}={}: a number of decider threads from 1 to 64",
+                    v.to_string_lossy()
+                ))
+            })?;
+    }
+    Ok(limits)
+}
 
 /// Binds `addr` and serves HTTP POST JSON-RPC until the process ends.
 pub fn serve_http(
@@ -62,17 +99,18 @@ pub fn serve_http(
         .to_socket_addrs()?
         .next()
         .ok_or_else(|| ServeError::Config(format!("cannot resolve {addr}")))?;
+    let limits = limits_from_env()?;
     let listener = TcpListener::bind(addr)?;
     on_ready(listener.local_addr()?);
-    serve_listener(g, listener)
+    serve_listener_with(g, listener, limits)
 }
 
 /// Serves HTTP/1.1 JSON-RPC on an already bound listener (see
-/// [`crate::http`]: `hyper` on one `tokio` thread, a decider that decides
-/// whatever is queued in one store transaction: on that thread, or for
-/// PostgreSQL on threads of its own, one per shard of sessions).
+/// [`crate::http`]: `hyper` on one `tokio` thread, one decider thread that
+/// decides whatever is queued in one store transaction; the decider of
+/// [`DECIDER_ENV`] when it is set).
 pub fn serve_listener(g: Guardian<DynStore>, listener: TcpListener) -> Result<(), ServeError> {
-    serve_listener_with(g, listener, HttpLimits::default())
+    serve_listener_with(g, listener, limits_from_env()?)
 }
 
 /// Binds `addr` and serves HTTPS (TLS with the files of `tls`) until the
@@ -87,13 +125,14 @@ pub fn serve_https(
     let config = tls
         .config()
         .map_err(|e| ServeError::Config(e.to_string()))?;
+    let limits = limits_from_env()?;
     let addr = addr
         .to_socket_addrs()?
         .next()
         .ok_or_else(|| ServeError::Config(format!("cannot resolve {addr}")))?;
     let listener = TcpListener::bind(addr)?;
     on_ready(listener.local_addr()?);
-    serve_tls_listener(g, listener, config, HttpLimits::default())
+    serve_tls_listener(g, listener, config, limits)
 }
 
 /// Serves HTTPS on an already bound listener with a rustls configuration.
