@@ -18,6 +18,14 @@
 //! on each connection's task ([`Decider::Inline`]: no hand-off, no batch,
 //! a store transaction per request).
 //!
+//! A store that offers more handles ([`SessionStore::another`]:
+//! PostgreSQL, a connection each) can be decided on several threads
+//! ([`HttpLimits::deciders`], [`Decider::Thread`] only): a request then
+//! goes to the thread its session id hashes to ([`shard`]), so a session's
+//! requests are decided in arrival order by one thread, batches of
+//! different sessions commit side by side, and between threads, as
+//! between processes, the database's row locks keep a session consistent.
+//!
 //! Limits: a head larger than [`MAX_HEAD_BYTES`] is answered 431, a body longer than `max_request_bytes` 413 (before it is read
 //! when it is declared), at most [`HttpLimits::max_connections`] connections
 //! (more are answered 503), a connection idle for
@@ -54,6 +62,12 @@ pub const READ_BUFFER_BYTES: usize = 64 * 1024;
 
 /// Most requests decided in one store transaction.
 pub const MAX_BATCH: usize = 256;
+
+/// Decider threads by default for a store with more handles: one, which
+/// decides every session's requests in one batch (at 8 sessions, four
+/// sharded threads made batches of 3.9 requests instead of ~20, and were
+/// slower on the shared 2-core machine: bench/guardian/README.md).
+pub const DECIDERS: usize = 1;
 
 /// Where the HTTP server decides (see the module's documentation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -92,6 +106,10 @@ pub struct HttpLimits {
     pub inflight_bytes: usize,
     /// Where decisions run.
     pub decider: Decider,
+    /// Decider threads ([`Decider::Thread`]) for a store that offers more
+    /// handles ([`SessionStore::another`]: PostgreSQL), sessions sharded
+    /// over them; any other store has one.
+    pub deciders: usize,
 }
 
 impl Default for HttpLimits {
@@ -101,6 +119,7 @@ impl Default for HttpLimits {
             idle_timeout: Duration::from_secs(60),
             inflight_bytes: 64 << 20,
             decider: Decider::default(),
+            deciders: DECIDERS,
         }
     }
 }
@@ -130,7 +149,9 @@ struct Turn {
 
 /// How a connection's task reaches the decider.
 enum Jobs<S: SessionStore> {
-    Thread(Arc<Turn>),
+    /// One [`Turn`] per decider thread; a session's requests go to
+    /// `[shard(session)]`.
+    Thread(Vec<Arc<Turn>>),
     Task(mpsc::Sender<Job>),
     Inline(Arc<Mutex<Guardian<S>>>),
 }
@@ -175,19 +196,25 @@ where
     rt.block_on(async move {
         let jobs = match limits.decider {
             Decider::Thread => {
-                let (tx, rx) = std::sync::mpsc::channel::<Vec<Job>>();
+                // More threads, each over another handle of the store
+                // (its own connection), when it offers them.
+                let mut others = Vec::new();
+                while others.len() + 1 < limits.deciders {
+                    match g.store().another() {
+                        Some(Ok(s)) => others.push(g.sibling(s)),
+                        Some(Err(e)) => return Err(std::io::Error::other(e.to_string())),
+                        None => break,
+                    }
+                }
                 let (done_tx, done_rx) = mpsc::unbounded_channel::<Answered>();
-                std::thread::Builder::new()
-                    .name("guard-decider".into())
-                    .spawn(move || decide_thread(g, rx, done_tx))?;
-                let turn = Arc::new(Turn {
-                    queued: Mutex::new(Vec::new()),
-                    ready: tokio::sync::Notify::new(),
-                    alive: AtomicBool::new(true),
-                });
-                tokio::spawn(flush_turns(turn.clone(), tx));
+                let mut turns = Vec::with_capacity(1 + others.len());
+                turns.push(spawn_decider(g, "guard-decider".into(), done_tx.clone())?);
+                for (i, o) in others.into_iter().enumerate() {
+                    turns.push(spawn_decider(o, format!("guard-decider-{}", i + 1), done_tx.clone())?);
+                }
+                drop(done_tx);
                 tokio::spawn(deliver(done_rx));
-                Jobs::Thread(turn)
+                Jobs::Thread(turns)
             }
             Decider::Task => {
                 let (tx, rx) = mpsc::channel::<Job>(4 * MAX_BATCH);
@@ -265,6 +292,26 @@ async fn decide_loop<S: SessionStore>(mut g: Guardian<S>, mut rx: mpsc::Receiver
     }
 }
 
+/// Starts one decider thread over `g` and the runtime task that sends it
+/// each turn's requests; returns the [`Turn`] its requests queue into.
+fn spawn_decider<S: SessionStore + Send + 'static>(
+    g: Guardian<S>,
+    name: String,
+    done: mpsc::UnboundedSender<Answered>,
+) -> std::io::Result<Arc<Turn>> {
+    let (tx, rx) = std::sync::mpsc::channel::<Vec<Job>>();
+    std::thread::Builder::new()
+        .name(name)
+        .spawn(move || decide_thread(g, rx, done))?;
+    let turn = Arc::new(Turn {
+        queued: Mutex::new(Vec::new()),
+        ready: tokio::sync::Notify::new(),
+        alive: AtomicBool::new(true),
+    });
+    tokio::spawn(flush_turns(turn.clone(), tx));
+    Ok(turn)
+}
+
 /// Sends each turn's requests to the decider's thread (see [`Turn`]).
 /// When that thread is gone, marks the turn dead and drops what is queued
 /// (each of those requests is answered -32603).
@@ -318,6 +365,29 @@ fn decide_thread<S: SessionStore>(
             }
         }
     }
+}
+
+/// Which decider thread decides `request`: by its session id (FNV-1a), so
+/// that a session's requests are decided by one thread, in arrival order,
+/// and threads never wait on each other's row locks; a request without one
+/// goes to the first.
+fn shard(request: &Value, n: usize) -> usize {
+    if n <= 1 {
+        return 0;
+    }
+    let Some(session) = request
+        .get("params")
+        .and_then(|p| p.get("metadata"))
+        .and_then(|m| m.get("session_id"))
+        .and_then(Value::as_str)
+    else {
+        return 0;
+    };
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in session.bytes() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    (h % n as u64) as usize
 }
 
 /// Hands each answer of a batch decided on the decider's thread to its
@@ -517,7 +587,8 @@ async fn answer<S: SessionStore>(
                     Ok(mut g) => Some(g.handle_value(&request)),
                     Err(_) => return Ok(unavailable()),
                 },
-                Jobs::Thread(turn) => {
+                Jobs::Thread(turns) => {
+                    let turn = &turns[shard(&request, turns.len())];
                     if !turn.alive.load(Ordering::Relaxed) {
                         return Ok(unavailable());
                     }
@@ -573,6 +644,34 @@ fn unavailable() -> Answer {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
+    fn req(session: &str) -> serde_json::Value {
+        json!({"jsonrpc": "2.0", "method": "steps/userMessage", "id": 1,
+               "params": {"metadata": {"session_id": session}}})
+    }
+
+    /// A session always goes to the same decider, sessions spread over all
+    /// of them, and a request without a session goes to the first.
+    #[test]
+    fn shard_keeps_a_session_on_one_decider_and_spreads_sessions() {
+        let mut used = [0usize; 4];
+        for i in 0..400 {
+            let s = format!("7c9e6679-{i:04}-40de-944b-e07fc1f90ae7");
+            let k = super::shard(&req(&s), 4);
+            assert_eq!(k, super::shard(&req(&s), 4), "{s}");
+            assert!(k < 4);
+            used[k] += 1;
+        }
+        assert!(used.iter().all(|&n| n >= 50), "{used:?}");
+        assert_eq!(super::shard(&json!({"id": 1}), 4), 0);
+        assert_eq!(
+            super::shard(&json!({"params": {"metadata": {"session_id": 7}}}), 4),
+            0
+        );
+        assert_eq!(super::shard(&req("anything"), 1), 0);
+    }
+
     #[test]
     fn uri_len_is_the_length_of_the_written_target() {
         for t in ["/", "/x?y=1", "http://h:1/a?b", "h:80", "*", "http://h"] {
