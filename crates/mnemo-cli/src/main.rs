@@ -23,12 +23,13 @@ mod trail_cmd;
 use std::io::Write;
 use std::path::PathBuf;
 
-/// mimalloc in place of glibc's allocator: `guard http` allocates and
-/// frees ~180 times a request (parsed JSON, the response, hyper's read
-/// buffers), which cost ~41k of its ~213k instructions in glibc's
-/// malloc/free (callgrind, memory store; figures in bench/guardian/README.md).
+/// The C library's allocator for one-shot commands, mimalloc for the
+/// servers (`guard http`, `guard stdio` switch to it before they serve):
+/// mimalloc saves `guard http` ~25k of ~170k instructions a request, and
+/// costs a hook ~0.5-1 ms (transparent huge pages, more page faults, its
+/// exit purge). See mnemo-alloc and bench/guardian/README.md.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: mnemo_alloc::Switch = mnemo_alloc::Switch;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
