@@ -161,6 +161,9 @@ pub struct Global {
 }
 
 fn main() -> ExitCode {
+    // Most runs are one-shot (hooks above all): glibc's malloc keeps its
+    // large buffers' pages instead of mapping fresh ones (mnemo-alloc).
+    mnemo_alloc::tune_c_malloc_for_one_shot();
     // `mnemo inline …` takes the scripts' own command line: no clap, no
     // configuration, so that the drop-in starts as fast as the binary can.
     if std::env::args_os().nth(1).is_some_and(|a| a == "inline") {
