@@ -174,11 +174,11 @@ fn main() -> ExitCode {
             command: HookOnly::Hook(cmd),
             quiet,
             ..
-        }) = HookCli::try_parse()
+        }) = parse_and_leak::<HookCli, _>(std::env::args_os())
     {
         return finish(guard_cmd::run_hook(cmd, quiet));
     }
-    let cli = match Cli::try_parse() {
+    let cli = match parse_and_leak::<Cli, _>(std::env::args_os()) {
         Ok(cli) => cli,
         Err(e) if hook_trail_cmd::is_user_prompt_hook(std::env::args_os()) => {
             return hook_trail_cmd::user_prompt_bad_args(&e);
@@ -217,6 +217,30 @@ fn main() -> ExitCode {
         Command::Trail(args) => trail_cmd::run(args, &global),
     };
     finish(result)
+}
+
+/// `P::try_parse_from(args)`, except that clap's `Command` and the matches
+/// are leaked, not dropped: the process is one command and exits after it,
+/// and dropping the `Command` (every argument's names, help and settings)
+/// was ~170k of the ~880k instructions of `mnemo --version`. Errors are
+/// formatted with the same command, as `try_parse` formats them.
+fn parse_and_leak<P, I>(args: I) -> Result<P, clap::Error>
+where
+    P: Parser,
+    I: IntoIterator,
+    I::Item: Into<std::ffi::OsString> + Clone,
+{
+    let mut cmd = P::command();
+    let parsed = match cmd.try_get_matches_from_mut(args) {
+        Ok(mut matches) => {
+            let p = P::from_arg_matches_mut(&mut matches).map_err(|e| e.format(&mut cmd));
+            std::mem::forget(matches);
+            p
+        }
+        Err(e) => Err(e),
+    };
+    std::mem::forget(cmd);
+    parsed
 }
 
 /// The exit code of a command's result (its error printed).
@@ -266,7 +290,7 @@ mod tests {
     /// What the whole parser makes of a hook command line, and what the
     /// hook parser makes of it (`None`: it does not take it).
     fn both(args: &[&str]) -> (Option<String>, Option<String>) {
-        let full = match Cli::try_parse_from(args) {
+        let full = match parse_and_leak::<Cli, _>(args) {
             Ok(Cli {
                 command: Command::Hook(c),
                 quiet,
@@ -274,7 +298,7 @@ mod tests {
             }) => Some(format!("{c:?} quiet={quiet}")),
             _ => None,
         };
-        let hook = match HookCli::try_parse_from(args) {
+        let hook = match parse_and_leak::<HookCli, _>(args) {
             Ok(HookCli {
                 command: HookOnly::Hook(c),
                 quiet,
@@ -283,6 +307,36 @@ mod tests {
             Err(_) => None,
         };
         (full, hook)
+    }
+
+    #[test]
+    fn leaking_the_parser_answers_as_clap_does() {
+        for line in [
+            "mnemo --version",
+            "mnemo --help",
+            "mnemo gate --help",
+            "mnemo",
+            "mnemo nosuch",
+            "mnemo gate --phase x",
+            "mnemo trail",
+            "mnemo --quiet scrub --nosuch",
+            "mnemo hook claude-code pre-compact --memory --store s",
+            "mnemo guard http --listen 127.0.0.1:1 --tls-cert c",
+            "mnemo scrub -q f.txt",
+        ] {
+            let args: Vec<&str> = line.split(' ').collect();
+            let ours = parse_and_leak::<Cli, _>(args.clone());
+            let clap = Cli::try_parse_from(args);
+            match (ours, clap) {
+                (Ok(a), Ok(b)) => assert_eq!(format!("{a:?}"), format!("{b:?}"), "{line}"),
+                (Err(a), Err(b)) => {
+                    assert_eq!(a.kind(), b.kind(), "{line}");
+                    assert_eq!(a.exit_code(), b.exit_code(), "{line}");
+                    assert_eq!(a.render().to_string(), b.render().to_string(), "{line}");
+                }
+                (a, b) => panic!("{line}: {:?} vs {:?}", a.is_ok(), b.is_ok()),
+            }
+        }
     }
 
     #[test]
