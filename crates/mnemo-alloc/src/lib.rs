@@ -25,10 +25,20 @@
 //! library's for their whole life, reallocations included.
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 
-/// Set once, never cleared: new blocks come from mimalloc.
-static MIMALLOC: AtomicBool = AtomicBool::new(false);
+/// Nothing allocated yet.
+const FRESH: u8 = 0;
+/// Blocks come from the C library.
+const SYSTEM: u8 = 1;
+/// Every block is mimalloc's: set at process start, before any block was
+/// made (a server's command line, [`is_server_command`]); free needs no
+/// look-up.
+const ONLY_MIMALLOC: u8 = 2;
+/// New blocks are mimalloc's, older ones the C library's ([`use_mimalloc`]).
+const SWITCHED: u8 = 3;
+
+static STATE: AtomicU8 = AtomicU8::new(FRESH);
 
 /// The global allocator of the `mnemo` binary: see the crate docs.
 ///
@@ -42,14 +52,109 @@ pub struct Switch;
 
 /// From now on, new blocks come from mimalloc (for a long-running server).
 /// Blocks already made stay the C library's. Idempotent; safe from any
-/// thread, though a server calls it before it starts its threads.
+/// thread, though a server calls it before it starts its threads. A
+/// process whose command line [`is_server_command`] accepts is mimalloc's
+/// from its start already (glibc Linux), and this does nothing.
 pub fn use_mimalloc() {
-    MIMALLOC.store(true, Ordering::Release);
+    let mut s = STATE.load(Ordering::Acquire);
+    while s == FRESH || s == SYSTEM {
+        match STATE.compare_exchange(s, SWITCHED, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => return,
+            Err(now) => s = now,
+        }
+    }
 }
 
-/// True after [`use_mimalloc`].
+/// True when new blocks come from mimalloc.
 pub fn uses_mimalloc() -> bool {
-    MIMALLOC.load(Ordering::Acquire)
+    matches!(STATE.load(Ordering::Acquire), ONLY_MIMALLOC | SWITCHED)
+}
+
+/// True when every block of the process is mimalloc's (decided at start).
+pub fn only_mimalloc() -> bool {
+    STATE.load(Ordering::Acquire) == ONLY_MIMALLOC
+}
+
+/// Whether a command line (without the program name) is `mnemo guard
+/// http …` or `mnemo guard stdio …`, the long-running servers, with the
+/// global options (`-q`, `--quiet`, `--config[=]FILE`, `--bank[=]DIR`)
+/// anywhere before the server's name. It mirrors mnemo-cli's grammar (a
+/// test there checks it against clap); a miss only costs speed: the
+/// server then switches with [`use_mimalloc`].
+pub fn is_server_command<'a>(args: impl IntoIterator<Item = &'a [u8]>) -> bool {
+    let mut args = args.into_iter();
+    let mut guard = false;
+    while let Some(a) = args.next() {
+        match a {
+            b"-q" | b"--quiet" => {}
+            b"--config" | b"--bank" => {
+                if args.next().is_none() {
+                    return false;
+                }
+            }
+            _ if a.starts_with(b"--config=") || a.starts_with(b"--bank=") => {}
+            b"guard" if !guard => guard = true,
+            b"http" | b"stdio" => return guard,
+            _ => return false,
+        }
+    }
+    false
+}
+
+/// Run by the C runtime before `main` (glibc passes the command line to
+/// `.init_array` functions): a server's process is mimalloc's from its
+/// first block. The state moves from FRESH only, so a block some other
+/// start-up code made first keeps the process on the checked path.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+extern "C" fn decide_at_start(
+    argc: std::ffi::c_int,
+    argv: *const *const std::ffi::c_char,
+    _envp: *const *const std::ffi::c_char,
+) {
+    if argv.is_null() || argc < 2 {
+        return;
+    }
+    let args = (1..argc as usize).map(|i| {
+        // SAFETY: glibc calls .init_array functions with the process's
+        // argc and argv: argc valid pointers to NUL-terminated strings
+        // that live as long as the process.
+        #[allow(unsafe_code)]
+        unsafe {
+            let p = *argv.add(i);
+            if p.is_null() {
+                &[][..]
+            } else {
+                std::ffi::CStr::from_ptr(p).to_bytes()
+            }
+        }
+    });
+    if is_server_command(args) {
+        let _ = STATE.compare_exchange(FRESH, ONLY_MIMALLOC, Ordering::AcqRel, Ordering::Acquire);
+    }
+}
+
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[allow(unsafe_code)]
+#[used]
+#[unsafe(link_section = ".init_array")]
+static DECIDE_AT_START: extern "C" fn(
+    std::ffi::c_int,
+    *const *const std::ffi::c_char,
+    *const *const std::ffi::c_char,
+) = decide_at_start;
+
+/// The state a new block is made in: FRESH becomes SYSTEM with the
+/// process's first block (unless the start already made it ONLY_MIMALLOC).
+#[inline]
+fn state_for_alloc() -> u8 {
+    let s = STATE.load(Ordering::Acquire);
+    if s != FRESH {
+        return s;
+    }
+    match STATE.compare_exchange(FRESH, SYSTEM, Ordering::AcqRel, Ordering::Acquire) {
+        Ok(_) => SYSTEM,
+        Err(now) => now,
+    }
 }
 
 /// Tunes the C library's `malloc` for a process that lives milliseconds:
@@ -78,47 +183,51 @@ pub fn tune_c_malloc_for_one_shot() -> bool {
     }
 }
 
-/// True when `p` is a block of mimalloc's (only ever after [`use_mimalloc`]).
+/// True when `p` is a block of mimalloc's.
 pub fn is_mimalloc_block(p: *const u8) -> bool {
-    // Before the switch mimalloc has made no block: no look-up.
-    if !uses_mimalloc() {
-        return false;
-    }
-    // SAFETY: mi_is_in_heap_region only reads mimalloc's page map for the
-    // address; it accepts any pointer value, its own or not, and never
-    // dereferences it.
-    #[allow(unsafe_code)]
-    unsafe {
-        libmimalloc_sys::mi_is_in_heap_region(p.cast())
+    match STATE.load(Ordering::Acquire) {
+        ONLY_MIMALLOC => true,
+        SWITCHED => {
+            // SAFETY: mi_is_in_heap_region only reads mimalloc's page map
+            // for the address; it accepts any pointer value, its own or
+            // not, and never dereferences it.
+            #[allow(unsafe_code)]
+            unsafe {
+                libmimalloc_sys::mi_is_in_heap_region(p.cast())
+            }
+        }
+        // Before any switch mimalloc has made no block.
+        _ => false,
     }
 }
 
 // SAFETY: each method forwards to System or to mimalloc::MiMalloc, both
 // GlobalAlloc implementations, with the caller's arguments unchanged. A block
-// is always freed or reallocated by the one that made it: a block is
-// mimalloc's exactly when `is_mimalloc_block` says so (mimalloc makes no
-// block before MIMALLOC is set, and the flag is never cleared; a thread that
-// was handed a mimalloc block was handed it after the flag's store, so its
-// Acquire load sees it).
+// is always freed or reallocated by the one that made it: mimalloc makes
+// blocks only in ONLY_MIMALLOC (entered from FRESH alone, so no block of
+// System's exists) and SWITCHED (where `is_mimalloc_block` asks mimalloc's
+// page map); a state never goes back to SYSTEM; a thread handed a block was
+// handed it after the state it was made in was stored, so its Acquire load
+// sees that state or a later one.
 #[allow(unsafe_code)]
 unsafe impl GlobalAlloc for Switch {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if uses_mimalloc() {
+        if state_for_alloc() == SYSTEM {
             // SAFETY: the caller's contract (non-zero size) is passed on.
-            unsafe { mimalloc::MiMalloc.alloc(layout) }
+            unsafe { System.alloc(layout) }
         } else {
             // SAFETY: as above.
-            unsafe { System.alloc(layout) }
+            unsafe { mimalloc::MiMalloc.alloc(layout) }
         }
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        if uses_mimalloc() {
+        if state_for_alloc() == SYSTEM {
             // SAFETY: the caller's contract (non-zero size) is passed on.
-            unsafe { mimalloc::MiMalloc.alloc_zeroed(layout) }
+            unsafe { System.alloc_zeroed(layout) }
         } else {
             // SAFETY: as above.
-            unsafe { System.alloc_zeroed(layout) }
+            unsafe { mimalloc::MiMalloc.alloc_zeroed(layout) }
         }
     }
 
@@ -139,6 +248,44 @@ unsafe impl GlobalAlloc for Switch {
         } else {
             // SAFETY: `ptr` is System's; the caller's contract is passed on.
             unsafe { System.realloc(ptr, layout, new_size) }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_server_command;
+
+    fn server(line: &str) -> bool {
+        is_server_command(line.split_whitespace().map(str::as_bytes))
+    }
+
+    #[test]
+    fn the_servers_command_lines_are_told_apart() {
+        for line in [
+            "guard http --listen 127.0.0.1:7717",
+            "--quiet guard http --listen a",
+            "-q --config c.toml --bank b guard stdio",
+            "--config=c.toml guard -q http",
+            "guard --bank b stdio --memory",
+        ] {
+            assert!(server(line), "{line}");
+        }
+        for line in [
+            "",
+            "guard",
+            "guard check",
+            "http",
+            "hook claude-code pre-compact --memory",
+            "trail t.jsonl",
+            "--config",
+            "--config guard http",
+            "guard guard http",
+            "guard check http",
+            "--version",
+            "mcp",
+        ] {
+            assert!(!server(line), "{line}");
         }
     }
 }

@@ -81,3 +81,40 @@ fn blocks_keep_their_allocator_across_the_switch() {
     assert!(is_mimalloc_block(made_there.as_ptr()));
     assert!(holds(&made_there, 4, 6000));
 }
+
+/// A server's command line makes the process mimalloc's from its first
+/// block (glibc Linux: decided before `main`). The test binary runs itself
+/// as `<test binary> guard http --exact`: `guard http` is what the start-up
+/// check looks for, and libtest reads the words as filters, so this test
+/// alone runs in the child.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[test]
+fn http() {
+    if std::env::var_os("MNEMO_ALLOC_CHILD").is_some() {
+        assert!(mnemo_alloc::only_mimalloc());
+        assert!(uses_mimalloc());
+        let v = filled(5, 100_000);
+        assert!(is_mimalloc_block(v.as_ptr()));
+        let mut w = v.clone();
+        w.extend(std::iter::repeat_n(1u8, 1 << 20));
+        assert!(holds(&w[..100_000], 5, 100_000));
+        use_mimalloc(); // nothing to do: already mimalloc's
+        assert!(mnemo_alloc::only_mimalloc());
+        return;
+    }
+    let exe = std::env::current_exe().unwrap_or_default();
+    let out = std::process::Command::new(exe)
+        .args(["guard", "http", "--exact", "--nocapture"])
+        .env("MNEMO_ALLOC_CHILD", "1")
+        .output();
+    let Ok(out) = out else {
+        panic!("the test binary did not run: {out:?}");
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("1 passed"), "{stdout}");
+}

@@ -309,6 +309,42 @@ mod tests {
         (full, hook)
     }
 
+    /// mnemo-alloc decides before `main` whether the process is a server
+    /// (mimalloc from its first block): its reading of the command line
+    /// agrees with clap's on every line clap takes.
+    #[test]
+    fn the_allocator_finds_the_servers_as_clap_does() {
+        for line in [
+            "mnemo guard http --listen 127.0.0.1:7717",
+            "mnemo --quiet guard http --listen a --memory",
+            "mnemo -q --config c.toml --bank b guard stdio",
+            "mnemo --config=c.toml guard -q http --listen a",
+            "mnemo guard --bank b stdio --memory",
+            "mnemo guard check --memory",
+            "mnemo hook claude-code pre-compact --memory",
+            "mnemo hook codex pre-compact --memory --no-trail",
+            "mnemo trail t.jsonl",
+            "mnemo scrub f.txt",
+            "mnemo mcp",
+            "mnemo --bank b gate --phase 1 --from a --to b s.md",
+        ] {
+            let args: Vec<&str> = line.split(' ').collect();
+            let clap = match Cli::try_parse_from(&args) {
+                Ok(Cli {
+                    command: Command::Guard(g),
+                    ..
+                }) => matches!(
+                    g,
+                    guard_cmd::GuardCommand::Http { .. } | guard_cmd::GuardCommand::Stdio { .. }
+                ),
+                Ok(_) => false,
+                Err(e) => panic!("{line}: {e}"),
+            };
+            let ours = mnemo_alloc::is_server_command(args[1..].iter().map(|a| a.as_bytes()));
+            assert_eq!(ours, clap, "{line}");
+        }
+    }
+
     #[test]
     fn leaking_the_parser_answers_as_clap_does() {
         for line in [
