@@ -24,7 +24,8 @@ use std::io::Write;
 use std::path::PathBuf;
 
 /// The C library's allocator for one-shot commands, mimalloc for the
-/// servers (`guard http`, `guard stdio` switch to it before they serve):
+/// servers (`guard http`, `guard stdio`: decided before `main` from the
+/// command line, or switched by `use_mimalloc` before they serve):
 /// mimalloc saves `guard http` ~25k of ~170k instructions a request, and
 /// costs a hook ~0.5-1 ms (transparent huge pages, more page faults, its
 /// exit purge). See mnemo-alloc and bench/guardian/README.md.
