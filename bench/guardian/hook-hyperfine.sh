@@ -27,7 +27,10 @@
 # Env: RUNS (default 300), SLOW_RUNS (paths marked slow, none at present,
 # default 30), WARMUP (default 20). CALLGRIND=1: instead of timing, runs
 # each checked path once under `valgrind --tool=callgrind` and prints its
-# instruction count (Ir, whole process; repeatable under load).
+# instruction count (Ir, whole process; repeatable under load). COUNTS=1:
+# instead of timing, runs each checked path COUNTS_RUNS times (default 20)
+# under GNU time and prints the medians of its page faults and peak RSS
+# (the process itself, no shell), also repeatable under load.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 mnemo="${1:-target/release/mnemo}"
@@ -107,6 +110,29 @@ if [ -n "${CALLGRIND:-}" ]; then
     ir="$(awk '/^(summary|totals):/ {print $2; exit}' "$tmp/cg$i")"
     echo "${names[$i]}: $ir Ir"
   done
+  exit 0
+fi
+if [ -n "${COUNTS:-}" ]; then
+  # GNU time (/usr/bin/time) forks a small process: its child's peak RSS
+  # is the command's own (a child of Python would start from Python's).
+  python3 - "$tmp" "${COUNTS_RUNS:-20}" "${names[@]}" -- "${cmds[@]}" <<'PY'
+import os, shlex, statistics, subprocess, sys
+tmp, runs = sys.argv[1], int(sys.argv[2])
+rest = sys.argv[3:]
+k = rest.index("--")
+names, cmds = rest[:k], rest[k + 1:]
+for name, cmd in zip(names, cmds):
+    argv, _, inp = cmd.partition(" < ")
+    faults, rss = [], []
+    for _ in range(runs):
+        stdin = open(inp.strip(), "rb") if inp else subprocess.DEVNULL
+        subprocess.run(["/usr/bin/time", "-f", "%R %F %M", "-o", f"{tmp}/time"] + shlex.split(argv),
+                       stdin=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        minor, major, kb = open(f"{tmp}/time").read().split()[-3:]
+        faults.append(int(minor) + int(major))
+        rss.append(int(kb))
+    print(f"{name}: page faults {statistics.median(faults):.0f}, max RSS {statistics.median(rss) / 1024:.1f} MB, runs {runs}")
+PY
   exit 0
 fi
 if command -v hyperfine >/dev/null 2>&1; then

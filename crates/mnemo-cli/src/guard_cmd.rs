@@ -161,6 +161,8 @@ pub enum HookEvent {
 pub fn run_guard(cmd: GuardCommand, quiet: bool) -> anyhow::Result<ExitCode> {
     match cmd {
         GuardCommand::Stdio { opts } => {
+            // A long-running server: mimalloc from here on (mnemo-alloc).
+            mnemo_alloc::use_mimalloc();
             let mut g = server::open_guardian(&opts.options(), Transport::Stdio, false)?;
             let stdin = std::io::stdin();
             let mut input = stdin.lock();
@@ -175,6 +177,8 @@ pub fn run_guard(cmd: GuardCommand, quiet: bool) -> anyhow::Result<ExitCode> {
             tls_client_ca,
             opts,
         } => {
+            // A long-running server: mimalloc from here on (mnemo-alloc).
+            mnemo_alloc::use_mimalloc();
             let g = server::open_guardian(&opts.options(), Transport::Http, false)?;
             match (tls_cert, tls_key) {
                 (Some(cert), Some(key)) => {

@@ -23,12 +23,14 @@ mod trail_cmd;
 use std::io::Write;
 use std::path::PathBuf;
 
-/// mimalloc in place of glibc's allocator: `guard http` allocates and
-/// frees ~180 times a request (parsed JSON, the response, hyper's read
-/// buffers), which cost ~41k of its ~213k instructions in glibc's
-/// malloc/free (callgrind, memory store; figures in bench/guardian/README.md).
+/// The C library's allocator for one-shot commands, mimalloc for the
+/// servers (`guard http`, `guard stdio`: decided before `main` from the
+/// command line, or switched by `use_mimalloc` before they serve):
+/// mimalloc saves `guard http` ~25k of ~170k instructions a request, and
+/// costs a hook ~0.5-1 ms (transparent huge pages, more page faults, its
+/// exit purge). See mnemo-alloc and bench/guardian/README.md.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: mnemo_alloc::Switch = mnemo_alloc::Switch;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -160,6 +162,9 @@ pub struct Global {
 }
 
 fn main() -> ExitCode {
+    // Most runs are one-shot (hooks above all): glibc's malloc keeps its
+    // large buffers' pages instead of mapping fresh ones (mnemo-alloc).
+    mnemo_alloc::tune_c_malloc_for_one_shot();
     // `mnemo inline …` takes the scripts' own command line: no clap, no
     // configuration, so that the drop-in starts as fast as the binary can.
     if std::env::args_os().nth(1).is_some_and(|a| a == "inline") {
@@ -170,11 +175,11 @@ fn main() -> ExitCode {
             command: HookOnly::Hook(cmd),
             quiet,
             ..
-        }) = HookCli::try_parse()
+        }) = parse_and_leak::<HookCli, _>(std::env::args_os())
     {
         return finish(guard_cmd::run_hook(cmd, quiet));
     }
-    let cli = match Cli::try_parse() {
+    let cli = match parse_and_leak::<Cli, _>(std::env::args_os()) {
         Ok(cli) => cli,
         Err(e) if hook_trail_cmd::is_user_prompt_hook(std::env::args_os()) => {
             return hook_trail_cmd::user_prompt_bad_args(&e);
@@ -213,6 +218,30 @@ fn main() -> ExitCode {
         Command::Trail(args) => trail_cmd::run(args, &global),
     };
     finish(result)
+}
+
+/// `P::try_parse_from(args)`, except that clap's `Command` and the matches
+/// are leaked, not dropped: the process is one command and exits after it,
+/// and dropping the `Command` (every argument's names, help and settings)
+/// was ~170k of the ~880k instructions of `mnemo --version`. Errors are
+/// formatted with the same command, as `try_parse` formats them.
+fn parse_and_leak<P, I>(args: I) -> Result<P, clap::Error>
+where
+    P: Parser,
+    I: IntoIterator,
+    I::Item: Into<std::ffi::OsString> + Clone,
+{
+    let mut cmd = P::command();
+    let parsed = match cmd.try_get_matches_from_mut(args) {
+        Ok(mut matches) => {
+            let p = P::from_arg_matches_mut(&mut matches).map_err(|e| e.format(&mut cmd));
+            std::mem::forget(matches);
+            p
+        }
+        Err(e) => Err(e),
+    };
+    std::mem::forget(cmd);
+    parsed
 }
 
 /// The exit code of a command's result (its error printed).
@@ -262,7 +291,7 @@ mod tests {
     /// What the whole parser makes of a hook command line, and what the
     /// hook parser makes of it (`None`: it does not take it).
     fn both(args: &[&str]) -> (Option<String>, Option<String>) {
-        let full = match Cli::try_parse_from(args) {
+        let full = match parse_and_leak::<Cli, _>(args) {
             Ok(Cli {
                 command: Command::Hook(c),
                 quiet,
@@ -270,7 +299,7 @@ mod tests {
             }) => Some(format!("{c:?} quiet={quiet}")),
             _ => None,
         };
-        let hook = match HookCli::try_parse_from(args) {
+        let hook = match parse_and_leak::<HookCli, _>(args) {
             Ok(HookCli {
                 command: HookOnly::Hook(c),
                 quiet,
@@ -279,6 +308,72 @@ mod tests {
             Err(_) => None,
         };
         (full, hook)
+    }
+
+    /// mnemo-alloc decides before `main` whether the process is a server
+    /// (mimalloc from its first block): its reading of the command line
+    /// agrees with clap's on every line clap takes.
+    #[test]
+    fn the_allocator_finds_the_servers_as_clap_does() {
+        for line in [
+            "mnemo guard http --listen 127.0.0.1:7717",
+            "mnemo --quiet guard http --listen a --memory",
+            "mnemo -q --config c.toml --bank b guard stdio",
+            "mnemo --config=c.toml guard -q http --listen a",
+            "mnemo guard --bank b stdio --memory",
+            "mnemo guard check --memory",
+            "mnemo hook claude-code pre-compact --memory",
+            "mnemo hook codex pre-compact --memory --no-trail",
+            "mnemo trail t.jsonl",
+            "mnemo scrub f.txt",
+            "mnemo mcp",
+            "mnemo --bank b gate --phase 1 --from a --to b s.md",
+        ] {
+            let args: Vec<&str> = line.split(' ').collect();
+            let clap = match Cli::try_parse_from(&args) {
+                Ok(Cli {
+                    command: Command::Guard(g),
+                    ..
+                }) => matches!(
+                    g,
+                    guard_cmd::GuardCommand::Http { .. } | guard_cmd::GuardCommand::Stdio { .. }
+                ),
+                Ok(_) => false,
+                Err(e) => panic!("{line}: {e}"),
+            };
+            let ours = mnemo_alloc::is_server_command(args[1..].iter().map(|a| a.as_bytes()));
+            assert_eq!(ours, clap, "{line}");
+        }
+    }
+
+    #[test]
+    fn leaking_the_parser_answers_as_clap_does() {
+        for line in [
+            "mnemo --version",
+            "mnemo --help",
+            "mnemo gate --help",
+            "mnemo",
+            "mnemo nosuch",
+            "mnemo gate --phase x",
+            "mnemo trail",
+            "mnemo --quiet scrub --nosuch",
+            "mnemo hook claude-code pre-compact --memory --store s",
+            "mnemo guard http --listen 127.0.0.1:1 --tls-cert c",
+            "mnemo scrub -q f.txt",
+        ] {
+            let args: Vec<&str> = line.split(' ').collect();
+            let ours = parse_and_leak::<Cli, _>(args.clone());
+            let clap = Cli::try_parse_from(args);
+            match (ours, clap) {
+                (Ok(a), Ok(b)) => assert_eq!(format!("{a:?}"), format!("{b:?}"), "{line}"),
+                (Err(a), Err(b)) => {
+                    assert_eq!(a.kind(), b.kind(), "{line}");
+                    assert_eq!(a.exit_code(), b.exit_code(), "{line}");
+                    assert_eq!(a.render().to_string(), b.render().to_string(), "{line}");
+                }
+                (a, b) => panic!("{line}: {:?} vs {:?}", a.is_ok(), b.is_ok()),
+            }
+        }
     }
 
     #[test]
