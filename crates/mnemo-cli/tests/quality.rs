@@ -187,7 +187,7 @@ fn ratio((a, b): (usize, usize)) -> f64 {
 impl Figures {
     fn line(&self, name: &str) -> String {
         format!(
-            "{name:<22} C/H facts {}/{} = {:.3} · contract {}/{} = {:.3} · all facts {}/{} = {:.3} · size {:.2}× chars, {:.2}× tokens of text+files ({:.2}× tokens of text alone; {} → {} tokens) · max lines C {} H {} · defects {} · {} summaries, {} C/H entries",
+            "{name:<22} C/H facts {}/{} = {:.3} · contract {}/{} = {:.3} · all facts {}/{} = {:.3} · size {:.2}× chars, {:.2}× tokens of text+files ({:.2}× tokens of text alone; {} → {} tokens, {} → {} chars) · max lines C {} H {} · defects {} · {} summaries, {} C/H entries",
             self.ch_facts.0,
             self.ch_facts.1,
             ratio(self.ch_facts),
@@ -202,6 +202,8 @@ impl Figures {
             ratio((self.out_tokens, self.text_tokens)),
             self.in_tokens,
             self.out_tokens,
+            self.in_chars,
+            self.out_chars,
             self.max_critical_lines,
             self.max_high_lines,
             self.defects.len(),
