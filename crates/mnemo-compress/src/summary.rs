@@ -1198,7 +1198,7 @@ mod tests {
             seed ^= seed << 17;
             seed
         };
-        for round in 0..80 {
+        for round in 0..80u32 {
             let len = (next() % 120) as usize;
             let mut text = String::new();
             for _ in 0..len {
@@ -1215,6 +1215,14 @@ mod tests {
                 why: field(next()),
                 gotcha: field(next()),
                 files_changed: vec!["api/a.go".into(), text.chars().take(30).collect()],
+                // Every other round a task made of the text's first words,
+                // so that a lead restating it is met too.
+                task: round.is_multiple_of(2).then(|| {
+                    text.split_whitespace()
+                        .take(3)
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                }),
                 ..SummaryRecord::default()
             };
             for (band, mode) in [
