@@ -11,6 +11,10 @@
 # else each has its own. Each run (and each instance) gets a session id of its
 # own, so a database that outlives runs never sees a replay of an earlier one.
 # Prints the load average before and after, and each wrk's report.
+# COUNTS=1 (one instance) also attaches `perf stat` to the server for the run
+# and prints, per request: syscalls (all, and read/write/epoll_wait/futex…),
+# context switches, and the server's CPU time (task-clock). The counts hold
+# under load; the CPU time does not quite (cache and scheduler effects).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 mnemo="${1:-target/release/mnemo}"
@@ -64,6 +68,14 @@ echo "load before: $(cut -d' ' -f1-3 /proc/loadavg); store ${STORE:-memory}; ins
 xacts() { psql "$url" -Atc 'SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()' 2>/dev/null || echo 0; }
 [ "${STORE:-memory}" = postgres ] && x0="$(xacts)"
 if command -v wrk >/dev/null; then
+  if [ "${COUNTS:-0}" = 1 ]; then
+    ev=raw_syscalls:sys_enter,context-switches,task-clock
+    for sc in read write writev readv recvfrom sendto epoll_wait epoll_pwait epoll_ctl futex accept4 fsync fdatasync pwrite64 pread64 lseek fcntl; do
+      ev="$ev,syscalls:sys_enter_$sc"
+    done
+    perf stat -x, -e "$ev" -p "${pids[0]}" -o "$tmp/perf" &
+    perfpid=$!
+  fi
   wpids=()
   for i in $(seq 0 $((instances - 1))); do
     if [ "${SAME_SESSION:-0}" = 1 ]; then s="$(session_of 0)"; else s="$(session_of "$i")"; fi
@@ -72,6 +84,15 @@ if command -v wrk >/dev/null; then
     wpids+=($!)
   done
   for w in "${wpids[@]}"; do wait "$w"; done
+  if [ "${COUNTS:-0}" = 1 ]; then
+    kill -INT "$perfpid"; wait "$perfpid" || true
+    reqs="$(awk '/requests in/ {s += $1} END {print s + 0}' "$tmp"/wrk.*)"
+    echo "== server counts per request ($reqs requests; perf stat -p on the server during the run)"
+    awk -F, -v r="$reqs" '$1 ~ /^[0-9.]+$/ && $1 > 0 {
+      name = $3; sub(/^syscalls:sys_enter_/, "", name); sub(/^raw_syscalls:sys_enter/, "syscalls (all)", name)
+      if (name == "task-clock") printf "  %-16s %10.2f us\n", "cpu (task-clock)", $1 * 1000 / r
+      else printf "  %-16s %10.3f\n", name, $1 / r }' "$tmp/perf"
+  fi
   for i in $(seq 0 $((instances - 1))); do echo "== instance $i (port $((port + i)))"; cat "$tmp/wrk.$i"; done
   if [ "${STORE:-memory}" = postgres ]; then
     # pg_stat_database lags by up to its flush interval: wait for it.
@@ -85,5 +106,9 @@ elif command -v oha >/dev/null; then
   oha -z "${secs}s" -c "$conns" -m POST -H 'Content-Type: application/json' -D "$here/user-message.json" "http://127.0.0.1:$port/"
 else
   echo "install wrk or oha" >&2; exit 1
+fi
+if [ "${STORE:-memory}" = sqlite ]; then
+  # Sizes while the server still runs (a stopped server leaves its WAL).
+  echo "sqlite files after the run: database $(stat -c %s "$tmp/guardian.sqlite3") bytes, WAL $(stat -c %s "$tmp/guardian.sqlite3-wal" 2>/dev/null || echo 0) bytes"
 fi
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -1,13 +1,21 @@
 //! The Guardian's HTTP/1.1 transport on `hyper` (the I/O edge).
 //!
 //! Shape: one single-threaded `tokio` runtime accepts connections and runs
-//! `hyper` for each; one decider task on it owns the [`Guardian`]. A
-//! connection's task reads a request, checks its limits, parses the JSON
-//! and hands it over a channel to the decider, which drains everything
-//! queued (up to [`MAX_BATCH`]) and
+//! `hyper` for each; a decider owns the [`Guardian`]. A connection's task
+//! reads a request, checks its limits, parses the JSON and hands it to the
+//! decider, which drains everything queued (up to [`MAX_BATCH`]) and
 //! decides it in one store transaction (group commit, arrival order), then
 //! answers each request through its own one-shot channel. `hyper` answers a
 //! connection's pipelined requests one after another, in order.
+//!
+//! Where the decider runs is [`Decider`]: by default on a thread of its own
+//! ([`Decider::Thread`]), so reading, parsing and writing (the runtime's
+//! thread, most of it kernel time) overlap deciding and committing (the
+//! decider's): one hand-off each way per batch, not per request (the
+//! decider wakes the runtime once with the whole batch's answers). Or as a
+//! task of the runtime ([`Decider::Task`], one thread for everything), or
+//! on each connection's task ([`Decider::Inline`]: no hand-off, no batch,
+//! a store transaction per request).
 //!
 //! Limits: a head larger than [`MAX_HEAD_BYTES`] is answered 431, a body longer than `max_request_bytes` 413 (before it is read
 //! when it is declared), at most [`HttpLimits::max_connections`] connections
@@ -28,8 +36,8 @@ use mnemo_guardian::store::SessionStore;
 use serde_json::Value;
 use std::convert::Infallible;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -46,6 +54,32 @@ pub const READ_BUFFER_BYTES: usize = 64 * 1024;
 /// Most requests decided in one store transaction.
 pub const MAX_BATCH: usize = 256;
 
+/// Where the HTTP server decides (see the module's documentation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Decider {
+    /// A thread of its own beside the runtime's thread (the default):
+    /// batches, and deciding overlaps the connections' reads and writes.
+    #[default]
+    Thread,
+    /// A task of the runtime: batches, one thread for everything.
+    Task,
+    /// Each connection's task decides its own request: no hand-off and no
+    /// batch (a store transaction per request).
+    Inline,
+}
+
+impl Decider {
+    /// The decider named `thread`, `task` or `inline`.
+    pub fn from_name(name: &str) -> Option<Decider> {
+        match name {
+            "thread" => Some(Decider::Thread),
+            "task" => Some(Decider::Task),
+            "inline" => Some(Decider::Inline),
+            _ => None,
+        }
+    }
+}
+
 /// Limits of the HTTP server.
 #[derive(Debug, Clone)]
 pub struct HttpLimits {
@@ -55,6 +89,8 @@ pub struct HttpLimits {
     pub idle_timeout: Duration,
     /// Most body bytes being read or decided at once, over all connections.
     pub inflight_bytes: usize,
+    /// Where decisions run.
+    pub decider: Decider,
 }
 
 impl Default for HttpLimits {
@@ -63,6 +99,7 @@ impl Default for HttpLimits {
             max_connections: 1024,
             idle_timeout: Duration::from_secs(60),
             inflight_bytes: 64 << 20,
+            decider: Decider::default(),
         }
     }
 }
@@ -73,9 +110,20 @@ struct Job {
     reply: oneshot::Sender<Value>,
 }
 
+/// A decided batch on its way back to the runtime: each answer with the
+/// channel of the request it answers.
+type Answered = Vec<(oneshot::Sender<Value>, Value)>;
+
+/// How a connection's task reaches the decider.
+enum Jobs<S: SessionStore> {
+    Thread(std::sync::mpsc::Sender<Job>),
+    Task(mpsc::Sender<Job>),
+    Inline(Arc<Mutex<Guardian<S>>>),
+}
+
 /// What every connection task shares.
-struct Shared {
-    jobs: mpsc::Sender<Job>,
+struct Shared<S: SessionStore> {
+    jobs: Jobs<S>,
     /// The in-flight body budget, in KiB.
     budget: Arc<Semaphore>,
     budget_kib: u32,
@@ -99,27 +147,42 @@ where
     T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let max_body = g.config().max_request_bytes;
-    let (tx, rx) = mpsc::channel::<Job>(4 * MAX_BATCH);
     // The budget must admit the largest allowed body.
     let body_kib = u32::try_from(max_body.div_ceil(1024).saturating_add(1)).unwrap_or(u32::MAX / 2);
     let budget_kib = u32::try_from(limits.inflight_bytes.div_ceil(1024))
         .unwrap_or(u32::MAX / 2)
         .max(body_kib)
         .min(u32::try_from(Semaphore::MAX_PERMITS).unwrap_or(u32::MAX / 2));
-    let shared = Arc::new(Shared {
-        jobs: tx,
-        budget: Arc::new(Semaphore::new(budget_kib as usize)),
-        budget_kib,
-        max_body,
-    });
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     listener.set_nonblocking(true)?;
     let wrap = Arc::new(wrap);
     rt.block_on(async move {
-        // The decider runs on this thread too: no cross-thread wake-ups.
-        tokio::spawn(decide_loop(g, rx));
+        let jobs = match limits.decider {
+            Decider::Thread => {
+                let (tx, rx) = std::sync::mpsc::channel::<Job>();
+                let (done_tx, done_rx) = mpsc::unbounded_channel::<Answered>();
+                std::thread::Builder::new()
+                    .name("guard-decider".into())
+                    .spawn(move || decide_thread(g, rx, done_tx))?;
+                tokio::spawn(deliver(done_rx));
+                Jobs::Thread(tx)
+            }
+            Decider::Task => {
+                let (tx, rx) = mpsc::channel::<Job>(4 * MAX_BATCH);
+                // The decider runs on this thread too: no cross-thread wake-ups.
+                tokio::spawn(decide_loop(g, rx));
+                Jobs::Task(tx)
+            }
+            Decider::Inline => Jobs::Inline(Arc::new(Mutex::new(g))),
+        };
+        let shared = Arc::new(Shared {
+            jobs,
+            budget: Arc::new(Semaphore::new(budget_kib as usize)),
+            budget_kib,
+            max_body,
+        });
         let listener = tokio::net::TcpListener::from_std(listener)?;
         let conns = Arc::new(Semaphore::new(limits.max_connections));
         loop {
@@ -182,9 +245,55 @@ async fn decide_loop<S: SessionStore>(mut g: Guardian<S>, mut rx: mpsc::Receiver
     }
 }
 
-async fn serve_conn<T>(io: T, shared: Arc<Shared>, idle: Duration)
+/// The decider on a thread of its own: blocks until a request is queued,
+/// drains the queue (up to [`MAX_BATCH`]), decides it in one transaction
+/// and sends the batch's answers back in one message, so the runtime is
+/// woken once a batch (a wake-up from another thread is a system call when
+/// the runtime sleeps), not once a request. Ends when every sender or the
+/// runtime is gone.
+fn decide_thread<S: SessionStore>(
+    mut g: Guardian<S>,
+    rx: std::sync::mpsc::Receiver<Job>,
+    done: mpsc::UnboundedSender<Answered>,
+) {
+    let mut requests = Vec::with_capacity(MAX_BATCH);
+    let mut replies = Vec::with_capacity(MAX_BATCH);
+    while let Ok(job) = rx.recv() {
+        requests.push(job.request);
+        replies.push(job.reply);
+        while requests.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(job) => {
+                    requests.push(job.request);
+                    replies.push(job.reply);
+                }
+                Err(_) => break,
+            }
+        }
+        let answers = g.handle_batch(&requests);
+        requests.clear();
+        // A missing answer drops its sender: that request gets -32603.
+        let answered: Answered = replies.drain(..).zip(answers).collect();
+        if done.send(answered).is_err() {
+            return;
+        }
+    }
+}
+
+/// Hands each answer of a batch decided on the decider's thread to its
+/// connection's task (wake-ups within the runtime's thread).
+async fn deliver(mut done: mpsc::UnboundedReceiver<Answered>) {
+    while let Some(batch) = done.recv().await {
+        for (reply, answer) in batch {
+            let _ = reply.send(answer);
+        }
+    }
+}
+
+async fn serve_conn<T, S>(io: T, shared: Arc<Shared<S>>, idle: Duration)
 where
     T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    S: SessionStore + Send + 'static,
 {
     let start = Instant::now();
     let last = Arc::new(AtomicU64::new(0));
@@ -281,7 +390,10 @@ fn error_bytes(code: i64, message: &str) -> Vec<u8> {
     serde_json::to_vec(&v).unwrap_or_default()
 }
 
-async fn answer(req: Request<Incoming>, shared: Arc<Shared>) -> Result<Answer, Infallible> {
+async fn answer<S: SessionStore>(
+    req: Request<Incoming>,
+    shared: Arc<Shared<S>>,
+) -> Result<Answer, Infallible> {
     let head: usize = req.method().as_str().len()
         + uri_len(req.uri())
         + req
@@ -356,13 +468,33 @@ async fn answer(req: Request<Incoming>, shared: Arc<Shared>) -> Result<Answer, I
     let reply = match protocol::parse_request(&body, max) {
         Ok(request) => {
             drop(body);
-            let (tx, rx) = oneshot::channel();
-            if shared.jobs.send(Job { request, reply: tx }).await.is_err() {
-                return Ok(unavailable());
-            }
-            match rx.await {
-                Ok(v) => protocol::encode_response(&v),
-                Err(_) => error_bytes(-32603, "guardian unavailable"),
+            let answer = match &shared.jobs {
+                // Never contended: every connection's task runs on the
+                // runtime's one thread. A decision that panicked poisons
+                // the lock: the Guardian is unavailable then, as when the
+                // decider task or thread ends.
+                Jobs::Inline(g) => match g.lock() {
+                    Ok(mut g) => Some(g.handle_value(&request)),
+                    Err(_) => return Ok(unavailable()),
+                },
+                Jobs::Thread(jobs) => {
+                    let (reply, rx) = oneshot::channel();
+                    if jobs.send(Job { request, reply }).is_err() {
+                        return Ok(unavailable());
+                    }
+                    rx.await.ok()
+                }
+                Jobs::Task(jobs) => {
+                    let (reply, rx) = oneshot::channel();
+                    if jobs.send(Job { request, reply }).await.is_err() {
+                        return Ok(unavailable());
+                    }
+                    rx.await.ok()
+                }
+            };
+            match answer {
+                Some(v) => protocol::encode_response(&v),
+                None => error_bytes(-32603, "guardian unavailable"),
             }
         }
         Err(resp) => protocol::encode_response(&resp),

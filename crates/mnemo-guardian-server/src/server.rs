@@ -50,7 +50,26 @@ pub fn check_once<S: SessionStore, R: Read>(g: &mut Guardian<S>, input: R) -> io
 /// Most concurrent HTTP connections; more are answered 503 and closed.
 pub const MAX_CONNECTIONS: usize = 1024;
 
-pub use crate::http::HttpLimits;
+pub use crate::http::{Decider, HttpLimits};
+
+/// The environment variable that picks the HTTP server's decider for
+/// [`serve_http`], [`serve_https`] and [`serve_listener`]: `thread` (the
+/// default), `task` or `inline` (see [`Decider`]; for comparing the shapes
+/// with one binary). Any other value is refused at start-up.
+pub const DECIDER_ENV: &str = "MNEMO_HTTP_DECIDER";
+
+/// The default limits with the decider of [`DECIDER_ENV`], when it is set.
+pub fn limits_from_env() -> Result<HttpLimits, ServeError> {
+    let mut limits = HttpLimits::default();
+    if let Ok(name) = std::env::var(DECIDER_ENV) {
+        limits.decider = Decider::from_name(&name).ok_or_else(|| {
+            ServeError::Config(format!(
+                "{DECIDER_ENV}={name}: expected thread, task or inline"
+            ))
+        })?;
+    }
+    Ok(limits)
+}
 
 /// Binds `addr` and serves HTTP POST JSON-RPC until the process ends.
 pub fn serve_http(
@@ -62,16 +81,18 @@ pub fn serve_http(
         .to_socket_addrs()?
         .next()
         .ok_or_else(|| ServeError::Config(format!("cannot resolve {addr}")))?;
+    let limits = limits_from_env()?;
     let listener = TcpListener::bind(addr)?;
     on_ready(listener.local_addr()?);
-    serve_listener(g, listener)
+    serve_listener_with(g, listener, limits)
 }
 
 /// Serves HTTP/1.1 JSON-RPC on an already bound listener (see
 /// [`crate::http`]: `hyper` on one `tokio` thread, one decider thread that
-/// decides whatever is queued in one store transaction).
+/// decides whatever is queued in one store transaction; the decider of
+/// [`DECIDER_ENV`] when it is set).
 pub fn serve_listener(g: Guardian<DynStore>, listener: TcpListener) -> Result<(), ServeError> {
-    serve_listener_with(g, listener, HttpLimits::default())
+    serve_listener_with(g, listener, limits_from_env()?)
 }
 
 /// Binds `addr` and serves HTTPS (TLS with the files of `tls`) until the
@@ -86,13 +107,14 @@ pub fn serve_https(
     let config = tls
         .config()
         .map_err(|e| ServeError::Config(e.to_string()))?;
+    let limits = limits_from_env()?;
     let addr = addr
         .to_socket_addrs()?
         .next()
         .ok_or_else(|| ServeError::Config(format!("cannot resolve {addr}")))?;
     let listener = TcpListener::bind(addr)?;
     on_ready(listener.local_addr()?);
-    serve_tls_listener(g, listener, config, HttpLimits::default())
+    serve_tls_listener(g, listener, config, limits)
 }
 
 /// Serves HTTPS on an already bound listener with a rustls configuration.

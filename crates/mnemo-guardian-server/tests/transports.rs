@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use mnemo_guardian::{Guardian, GuardianConfig, MemoryStore, Policy, Transport};
-use mnemo_guardian_server::server::{self, GuardOptions};
+use mnemo_guardian_server::server::{self, Decider, GuardOptions};
 use mnemo_guardian_store::SqliteStore;
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Cursor, Read, Write};
@@ -369,7 +369,14 @@ fn policy_file_errors_name_the_file_and_key() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Every shape of the HTTP server's decider (each must answer alike).
+const DECIDERS: [Decider; 3] = [Decider::Thread, Decider::Task, Decider::Inline];
+
 fn http_server(store: server::DynStore) -> std::net::SocketAddr {
+    http_server_with(store, Decider::default())
+}
+
+fn http_server_with(store: server::DynStore, decider: Decider) -> std::net::SocketAddr {
     let policy = Policy::default();
     let mut config = GuardianConfig::from_policy(&policy);
     config.transport = Transport::Http;
@@ -378,7 +385,11 @@ fn http_server(store: server::DynStore) -> std::net::SocketAddr {
     let guardian = Guardian::new(policy, config, store);
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
-    std::thread::spawn(move || server::serve_listener(guardian, listener));
+    let limits = server::HttpLimits {
+        decider,
+        ..server::HttpLimits::default()
+    };
+    std::thread::spawn(move || server::serve_listener_with(guardian, listener, limits));
     addr
 }
 
@@ -395,7 +406,13 @@ fn post(body: &[u8], close: bool) -> Vec<u8> {
 
 #[test]
 fn http_pipelined_requests_are_answered_in_order() {
-    let addr = http_server(Box::new(MemoryStore::new()));
+    for decider in DECIDERS {
+        pipelined_requests_are_answered_in_order(decider);
+    }
+}
+
+fn pipelined_requests_are_answered_in_order(decider: Decider) {
+    let addr = http_server_with(Box::new(MemoryStore::new()), decider);
     let mut s = TcpStream::connect(addr).unwrap();
     let mut r = BufReader::new(s.try_clone().unwrap());
     // Three requests in one write, a health check between them, and a replay.
@@ -415,9 +432,12 @@ fn http_pipelined_requests_are_answered_in_order() {
         (v1["id"].clone(), v1["result"]["decision"].clone()),
         (json!(1), json!("allow"))
     );
-    assert_eq!(b2, b"ok");
-    assert_eq!(v3["id"], 2);
-    assert_eq!(v4["error"]["code"], -32005, "replay seen in the same batch");
+    assert_eq!(b2, b"ok", "{decider:?}");
+    assert_eq!(v3["id"], 2, "{decider:?}");
+    assert_eq!(
+        v4["error"]["code"], -32005,
+        "{decider:?}: replay seen in the same batch"
+    );
 }
 
 #[test]
@@ -469,10 +489,16 @@ fn http_client_that_never_reads_does_not_stall_others() {
 
 #[test]
 fn http_many_concurrent_clients_each_get_their_own_answers() {
-    let dir = tmpdir("http-many");
+    for decider in DECIDERS {
+        many_concurrent_clients_each_get_their_own_answers(decider);
+    }
+}
+
+fn many_concurrent_clients_each_get_their_own_answers(decider: Decider) {
+    let dir = tmpdir(&format!("http-many-{decider:?}"));
     let mut store = SqliteStore::open(&dir.join("g.sqlite3")).unwrap();
     store.checkpoint_in_background().unwrap();
-    let addr = http_server(Box::new(store));
+    let addr = http_server_with(Box::new(store), decider);
     let threads: Vec<_> = (0..8u32)
         .map(|t| {
             std::thread::spawn(move || {
@@ -495,7 +521,7 @@ fn http_many_concurrent_clients_each_get_their_own_answers() {
     // Every step was recorded and chained, in one session, without gaps.
     let s = SqliteStore::open(&dir.join("g.sqlite3")).unwrap();
     let chain = s.chain_entries(SESSION).unwrap();
-    assert_eq!(chain.len(), 400);
+    assert_eq!(chain.len(), 400, "{decider:?}");
     let mut prev = None;
     for (canonical, hash) in &chain {
         let h = mnemo_guardian::chain::entry_hash_canonical(canonical, prev.as_ref());

@@ -46,6 +46,11 @@ pub struct SqliteStore {
 /// How often the background checkpointer copies the WAL into the database.
 const CHECKPOINT_EVERY: Duration = Duration::from_millis(250);
 
+/// The WAL size past which the background checkpointer truncates the WAL
+/// after its PASSIVE checkpoint (see
+/// [`SqliteStore::checkpoint_in_background_bounded`]).
+pub const WAL_LIMIT_BYTES: u64 = 64 << 20;
+
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS sessions (session_id TEXT PRIMARY KEY, version TEXT NOT NULL) WITHOUT ROWID;
 DROP TABLE IF EXISTS requests;
@@ -274,10 +279,28 @@ impl SqliteStore {
 
     /// For long-running servers: moves WAL checkpoints (the only step that
     /// waits for the disk) off the request path to a thread with its own
-    /// connection, so a checkpoint never stalls a decision. The thread
+    /// connection, so a checkpoint seldom stalls a decision. The thread
     /// stops when the store is dropped. One-shot processes (hooks) keep
-    /// SQLite's automatic checkpoints. No-op for in-memory stores.
+    /// SQLite's automatic checkpoints. No-op for in-memory stores. The WAL
+    /// is kept under about [`WAL_LIMIT_BYTES`] (see
+    /// [`SqliteStore::checkpoint_in_background_bounded`]).
     pub fn checkpoint_in_background(&mut self) -> Result<(), StoreError> {
+        self.checkpoint_in_background_bounded(WAL_LIMIT_BYTES)
+    }
+
+    /// [`SqliteStore::checkpoint_in_background`] with the WAL bounded by
+    /// `wal_limit` bytes. Every tick runs a PASSIVE checkpoint, which
+    /// copies frames without blocking any writer but never shortens the
+    /// WAL file: SQLite rewinds the WAL only when a write transaction
+    /// begins with every frame copied, which back-to-back batches seldom
+    /// leave room for (the file grew to 381 MB under sustained load). So
+    /// when the WAL holds more than `wal_limit` bytes after the PASSIVE
+    /// checkpoint, a TRUNCATE checkpoint follows: it waits for the open
+    /// write transaction to end, holds writers off while it copies what
+    /// was appended since the PASSIVE pass, fsyncs, and truncates the WAL
+    /// to zero bytes (a stall of the writer once per `wal_limit` bytes of
+    /// WAL, not once a tick).
+    pub fn checkpoint_in_background_bounded(&mut self, wal_limit: u64) -> Result<(), StoreError> {
         let Some(path) = self.path.clone() else {
             return Ok(());
         };
@@ -286,6 +309,13 @@ impl SqliteStore {
         }
         let side = Connection::open(&path).db()?;
         side.busy_timeout(Duration::from_secs(5)).db()?;
+        let page: u64 = side
+            .query_row("PRAGMA page_size", [], |r| r.get::<_, i64>(0))
+            .db()?
+            .try_into()
+            .unwrap_or(4096);
+        // A WAL frame is a page and its 24-byte header.
+        let limit_frames = wal_limit / (page + 24);
         let (stop, stopped) = mpsc::channel::<()>();
         std::thread::Builder::new()
             .name("guard-checkpoint".into())
@@ -294,8 +324,14 @@ impl SqliteStore {
                     stopped.recv_timeout(CHECKPOINT_EVERY)
                 {
                     // PASSIVE never blocks the writer; a busy or failed
-                    // checkpoint is retried on the next tick.
-                    let _ = side.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+                    // checkpoint is retried on the next tick. Its second
+                    // column is the WAL's length in frames.
+                    let frames = side
+                        .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| r.get::<_, i64>(1))
+                        .unwrap_or(0);
+                    if u64::try_from(frames).is_ok_and(|f| f > limit_frames) {
+                        let _ = side.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
+                    }
                 }
                 let _ = side.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
             })?;
@@ -821,6 +857,50 @@ mod tests {
         assert!(a.append_chain("s", 2, "{}", &[9; 32]).is_err());
         assert_eq!(head(&mut a), Some((2, [2; 32])));
         ok(a.commit());
+    }
+
+    /// After writes that grew the WAL past its limit, the background
+    /// checkpointer brings the file back under it, and nothing committed
+    /// is lost (without the TRUNCATE pass the file keeps its largest size:
+    /// PASSIVE checkpoints never shorten it).
+    #[test]
+    fn the_background_checkpointer_bounds_the_wal() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("g.sqlite3");
+        let wal = dir.path().join("g.sqlite3-wal");
+        let ok = |r: Result<(), StoreError>| r.unwrap_or_else(|e| panic!("{e}"));
+        let limit: u64 = 256 << 10;
+        let mut s = SqliteStore::open(&path).unwrap_or_else(|e| panic!("{e}"));
+        ok(s.checkpoint_in_background_bounded(limit));
+        let wal_len = || std::fs::metadata(&wal).map_or(0, |m| m.len());
+        let mut largest = 0;
+        let mut seq = 0u64;
+        let start = std::time::Instant::now();
+        // Writes for a second (four ticks), 20 steps a transaction.
+        while start.elapsed() < Duration::from_millis(1000) {
+            ok(s.begin());
+            for _ in 0..20 {
+                seq += 1;
+                let id = format!("p{seq}");
+                ok(s.record_step("s", &step(seq, &[id.as_str()])));
+            }
+            ok(s.commit());
+            largest = largest.max(wal_len());
+        }
+        assert!(
+            largest > limit,
+            "the test wrote too little: {largest} bytes of WAL"
+        );
+        // Within two ticks of the last write the WAL is back under its limit.
+        let quiet = std::time::Instant::now();
+        while wal_len() > limit && quiet.elapsed() < Duration::from_secs(3) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(wal_len() <= limit, "WAL {} bytes, limit {limit}", wal_len());
+        drop(s);
+        let mut again = SqliteStore::open(&path).unwrap_or_else(|e| panic!("{e}"));
+        let steps = again.steps("s").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(steps.len() as u64, seq);
     }
 
     fn step(seq: u64, ids: &[&str]) -> StepRecord {
