@@ -11,7 +11,8 @@
 //! Where the decider runs is [`Decider`]: by default on a thread of its own
 //! ([`Decider::Thread`]), so reading, parsing and writing (the runtime's
 //! thread, most of it kernel time) overlap deciding and committing (the
-//! decider's): one hand-off each way per batch, not per request (the
+//! decider's): one hand-off each way per batch, not per request (what one
+//! turn of the runtime read goes to the decider in one message, and the
 //! decider wakes the runtime once with the whole batch's answers). Or as a
 //! task of the runtime ([`Decider::Task`], one thread for everything), or
 //! on each connection's task ([`Decider::Inline`]: no hand-off, no batch,
@@ -19,8 +20,8 @@
 //!
 //! A store that offers more handles ([`SessionStore::another`]:
 //! PostgreSQL, a connection each) can be decided on several threads
-//! ([`HttpLimits::deciders`], [`Decider::Thread`] only): a request then
-//! goes to the thread its session id hashes to ([`shard`]), so a session's
+//! ([`HttpLimits::deciders`], [`Decider::Thread`] only): [`flush_turns`]
+//! then splits each turn by session id ([`shard`]), so a session's
 //! requests are decided in arrival order by one thread, batches of
 //! different sessions commit side by side, and between threads, as
 //! between processes, the database's row locks keep a session consistent.
@@ -44,7 +45,7 @@ use mnemo_guardian::store::SessionStore;
 use serde_json::Value;
 use std::convert::Infallible;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -133,11 +134,22 @@ struct Job {
 /// channel of the request it answers.
 type Answered = Vec<(oneshot::Sender<Value>, Value)>;
 
+/// The requests the runtime read in its current turn, on their way to the
+/// decider's thread: a connection's task queues its request here and the
+/// first of a turn wakes [`flush_turns`], which runs after every task that
+/// was ready before it (the runtime runs woken tasks in order), so it sends
+/// what the whole turn read in one message: one wake-up of the decider's
+/// thread a turn, not one a request.
+struct Turn {
+    queued: Mutex<Vec<Job>>,
+    ready: tokio::sync::Notify,
+    /// False once the decider's thread is gone.
+    alive: AtomicBool,
+}
+
 /// How a connection's task reaches the decider.
 enum Jobs<S: SessionStore> {
-    /// One queue per decider thread; a session's requests go to
-    /// `[shard(session)]`.
-    Thread(Vec<std::sync::mpsc::Sender<Job>>),
+    Thread(Arc<Turn>),
     Task(mpsc::Sender<Job>),
     Inline(Arc<Mutex<Guardian<S>>>),
 }
@@ -182,8 +194,8 @@ where
     rt.block_on(async move {
         let jobs = match limits.decider {
             Decider::Thread => {
-                // More threads, each over another handle of the store
-                // (its own connection), when it offers them.
+                // More threads, each over another handle of the store (its
+                // own connection), when it offers them.
                 let mut others = Vec::new();
                 while others.len() + 1 < limits.deciders {
                     match g.store().another() {
@@ -193,24 +205,30 @@ where
                     }
                 }
                 let (done_tx, done_rx) = mpsc::unbounded_channel::<Answered>();
-                let mut queues = Vec::with_capacity(1 + others.len());
-                let (tx, rx) = std::sync::mpsc::channel::<Job>();
-                queues.push(tx);
+                let mut tx = Vec::with_capacity(1 + others.len());
+                let (first, rx) = std::sync::mpsc::channel::<Vec<Job>>();
+                tx.push(first);
                 let done = done_tx.clone();
                 std::thread::Builder::new()
                     .name("guard-decider".into())
                     .spawn(move || decide_thread(g, rx, done))?;
                 for (i, o) in others.into_iter().enumerate() {
-                    let (tx, rx) = std::sync::mpsc::channel::<Job>();
-                    queues.push(tx);
+                    let (more, rx) = std::sync::mpsc::channel::<Vec<Job>>();
+                    tx.push(more);
                     let done = done_tx.clone();
                     std::thread::Builder::new()
                         .name(format!("guard-decider-{}", i + 1))
                         .spawn(move || decide_thread(o, rx, done))?;
                 }
                 drop(done_tx);
+                let turn = Arc::new(Turn {
+                    queued: Mutex::new(Vec::new()),
+                    ready: tokio::sync::Notify::new(),
+                    alive: AtomicBool::new(true),
+                });
+                tokio::spawn(flush_turns(turn.clone(), tx));
                 tokio::spawn(deliver(done_rx));
-                Jobs::Thread(queues)
+                Jobs::Thread(turn)
             }
             Decider::Task => {
                 let (tx, rx) = mpsc::channel::<Job>(4 * MAX_BATCH);
@@ -288,37 +306,74 @@ async fn decide_loop<S: SessionStore>(mut g: Guardian<S>, mut rx: mpsc::Receiver
     }
 }
 
-/// The decider on a thread of its own: blocks until a request is queued,
-/// drains the queue (up to [`MAX_BATCH`]), decides it in one transaction
-/// and sends the batch's answers back in one message, so the runtime is
-/// woken once a batch (a wake-up from another thread is a system call when
-/// the runtime sleeps), not once a request. Ends when every sender or the
-/// runtime is gone.
+/// Sends each turn's requests to the decider's thread (see [`Turn`]);
+/// with several, each request to the one its session hashes to
+/// ([`shard`]). When a thread is gone, marks the turn dead and drops what
+/// is queued (each of those requests is answered -32603).
+async fn flush_turns(turn: Arc<Turn>, to_deciders: Vec<std::sync::mpsc::Sender<Vec<Job>>>) {
+    let n = to_deciders.len();
+    'turns: loop {
+        turn.ready.notified().await;
+        let batch = match turn.queued.lock() {
+            Ok(mut queued) => std::mem::take(&mut *queued),
+            Err(_) => break,
+        };
+        if batch.is_empty() {
+            continue;
+        }
+        if n <= 1 {
+            match to_deciders.first() {
+                Some(to) if to.send(batch).is_ok() => continue,
+                _ => break,
+            }
+        }
+        let mut parts: Vec<Vec<Job>> = (0..n).map(|_| Vec::new()).collect();
+        for job in batch {
+            parts[shard(&job.request, n)].push(job);
+        }
+        for (to, part) in to_deciders.iter().zip(parts) {
+            if !part.is_empty() && to.send(part).is_err() {
+                break 'turns;
+            }
+        }
+    }
+    turn.alive.store(false, Ordering::Relaxed);
+    if let Ok(mut queued) = turn.queued.lock() {
+        queued.clear();
+    }
+}
+
+/// The decider on a thread of its own: blocks until a turn's requests
+/// arrive, takes every turn queued meanwhile too, decides them in
+/// transactions of up to [`MAX_BATCH`] and sends each transaction's
+/// answers back in one message, so the runtime is woken once a batch (a
+/// wake-up from another thread is a system call when the runtime sleeps),
+/// not once a request. Ends when the runtime is gone.
 fn decide_thread<S: SessionStore>(
     mut g: Guardian<S>,
-    rx: std::sync::mpsc::Receiver<Job>,
+    rx: std::sync::mpsc::Receiver<Vec<Job>>,
     done: mpsc::UnboundedSender<Answered>,
 ) {
     let mut requests = Vec::with_capacity(MAX_BATCH);
     let mut replies = Vec::with_capacity(MAX_BATCH);
-    while let Ok(job) = rx.recv() {
-        requests.push(job.request);
-        replies.push(job.reply);
-        while requests.len() < MAX_BATCH {
-            match rx.try_recv() {
-                Ok(job) => {
-                    requests.push(job.request);
-                    replies.push(job.reply);
-                }
-                Err(_) => break,
-            }
+    let mut pending = std::collections::VecDeque::new();
+    while let Ok(turn) = rx.recv() {
+        pending.extend(turn);
+        while let Ok(turn) = rx.try_recv() {
+            pending.extend(turn);
         }
-        let answers = g.handle_batch(&requests);
-        requests.clear();
-        // A missing answer drops its sender: that request gets -32603.
-        let answered: Answered = replies.drain(..).zip(answers).collect();
-        if done.send(answered).is_err() {
-            return;
+        while !pending.is_empty() {
+            for job in pending.drain(..pending.len().min(MAX_BATCH)) {
+                requests.push(job.request);
+                replies.push(job.reply);
+            }
+            let answers = g.handle_batch(&requests);
+            requests.clear();
+            // A missing answer drops its sender: that request gets -32603.
+            let answered: Answered = replies.drain(..).zip(answers).collect();
+            if done.send(answered).is_err() {
+                return;
+            }
         }
     }
 }
@@ -543,11 +598,20 @@ async fn answer<S: SessionStore>(
                     Ok(mut g) => Some(g.handle_value(&request)),
                     Err(_) => return Ok(unavailable()),
                 },
-                Jobs::Thread(queues) => {
-                    let (reply, rx) = oneshot::channel();
-                    let jobs = &queues[shard(&request, queues.len())];
-                    if jobs.send(Job { request, reply }).is_err() {
+                Jobs::Thread(turn) => {
+                    if !turn.alive.load(Ordering::Relaxed) {
                         return Ok(unavailable());
+                    }
+                    let (reply, rx) = oneshot::channel();
+                    let first = match turn.queued.lock() {
+                        Ok(mut queued) => {
+                            queued.push(Job { request, reply });
+                            queued.len() == 1
+                        }
+                        Err(_) => return Ok(unavailable()),
+                    };
+                    if first {
+                        turn.ready.notify_one();
                     }
                     rx.await.ok()
                 }
