@@ -64,9 +64,11 @@ pub const READ_BUFFER_BYTES: usize = 64 * 1024;
 pub const MAX_BATCH: usize = 256;
 
 /// Decider threads by default for a store with more handles: one, which
-/// decides every session's requests in one batch (at 8 sessions, four
-/// sharded threads made batches of 3.9 requests instead of ~20, and were
-/// slower on the shared 2-core machine: bench/guardian/README.md).
+/// decides every session's requests in one batch. More split the batches
+/// by session (at 8 sessions four made 3.9 requests a transaction instead
+/// of ~20) and pay off only when commits of different sessions overlap on
+/// the database's disk and cores: compare with `MNEMO_GUARD_DECIDERS`
+/// (bench/guardian/README.md).
 pub const DECIDERS: usize = 1;
 
 /// Where the HTTP server decides (see the module's documentation).
