@@ -20,8 +20,8 @@
 //!
 //! A store that offers more handles ([`SessionStore::another`]:
 //! PostgreSQL, a connection each) can be decided on several threads
-//! ([`HttpLimits::deciders`], [`Decider::Thread`] only): a request then
-//! goes to the thread its session id hashes to ([`shard`]), so a session's
+//! ([`HttpLimits::deciders`], [`Decider::Thread`] only): [`flush_turns`]
+//! then splits each turn by session id ([`shard`]), so a session's
 //! requests are decided in arrival order by one thread, batches of
 //! different sessions commit side by side, and between threads, as
 //! between processes, the database's row locks keep a session consistent.
@@ -64,9 +64,11 @@ pub const READ_BUFFER_BYTES: usize = 64 * 1024;
 pub const MAX_BATCH: usize = 256;
 
 /// Decider threads by default for a store with more handles: one, which
-/// decides every session's requests in one batch (at 8 sessions, four
-/// sharded threads made batches of 3.9 requests instead of ~20, and were
-/// slower on the shared 2-core machine: bench/guardian/README.md).
+/// decides every session's requests in one batch. More split the batches
+/// by session (at 8 sessions four made 3.9 requests a transaction instead
+/// of ~20) and pay off only when commits of different sessions overlap on
+/// the database's disk and cores: compare with `MNEMO_GUARD_DECIDERS`
+/// (bench/guardian/README.md).
 pub const DECIDERS: usize = 1;
 
 /// Where the HTTP server decides (see the module's documentation).
@@ -149,9 +151,7 @@ struct Turn {
 
 /// How a connection's task reaches the decider.
 enum Jobs<S: SessionStore> {
-    /// One [`Turn`] per decider thread; a session's requests go to
-    /// `[shard(session)]`.
-    Thread(Vec<Arc<Turn>>),
+    Thread(Arc<Turn>),
     Task(mpsc::Sender<Job>),
     Inline(Arc<Mutex<Guardian<S>>>),
 }
@@ -196,8 +196,8 @@ where
     rt.block_on(async move {
         let jobs = match limits.decider {
             Decider::Thread => {
-                // More threads, each over another handle of the store
-                // (its own connection), when it offers them.
+                // More threads, each over another handle of the store (its
+                // own connection), when it offers them.
                 let mut others = Vec::new();
                 while others.len() + 1 < limits.deciders {
                     match g.store().another() {
@@ -207,14 +207,30 @@ where
                     }
                 }
                 let (done_tx, done_rx) = mpsc::unbounded_channel::<Answered>();
-                let mut turns = Vec::with_capacity(1 + others.len());
-                turns.push(spawn_decider(g, "guard-decider".into(), done_tx.clone())?);
+                let mut tx = Vec::with_capacity(1 + others.len());
+                let (first, rx) = std::sync::mpsc::channel::<Vec<Job>>();
+                tx.push(first);
+                let done = done_tx.clone();
+                std::thread::Builder::new()
+                    .name("guard-decider".into())
+                    .spawn(move || decide_thread(g, rx, done))?;
                 for (i, o) in others.into_iter().enumerate() {
-                    turns.push(spawn_decider(o, format!("guard-decider-{}", i + 1), done_tx.clone())?);
+                    let (more, rx) = std::sync::mpsc::channel::<Vec<Job>>();
+                    tx.push(more);
+                    let done = done_tx.clone();
+                    std::thread::Builder::new()
+                        .name(format!("guard-decider-{}", i + 1))
+                        .spawn(move || decide_thread(o, rx, done))?;
                 }
                 drop(done_tx);
+                let turn = Arc::new(Turn {
+                    queued: Mutex::new(Vec::new()),
+                    ready: tokio::sync::Notify::new(),
+                    alive: AtomicBool::new(true),
+                });
+                tokio::spawn(flush_turns(turn.clone(), tx));
                 tokio::spawn(deliver(done_rx));
-                Jobs::Thread(turns)
+                Jobs::Thread(turn)
             }
             Decider::Task => {
                 let (tx, rx) = mpsc::channel::<Job>(4 * MAX_BATCH);
@@ -292,38 +308,35 @@ async fn decide_loop<S: SessionStore>(mut g: Guardian<S>, mut rx: mpsc::Receiver
     }
 }
 
-/// Starts one decider thread over `g` and the runtime task that sends it
-/// each turn's requests; returns the [`Turn`] its requests queue into.
-fn spawn_decider<S: SessionStore + Send + 'static>(
-    g: Guardian<S>,
-    name: String,
-    done: mpsc::UnboundedSender<Answered>,
-) -> std::io::Result<Arc<Turn>> {
-    let (tx, rx) = std::sync::mpsc::channel::<Vec<Job>>();
-    std::thread::Builder::new()
-        .name(name)
-        .spawn(move || decide_thread(g, rx, done))?;
-    let turn = Arc::new(Turn {
-        queued: Mutex::new(Vec::new()),
-        ready: tokio::sync::Notify::new(),
-        alive: AtomicBool::new(true),
-    });
-    tokio::spawn(flush_turns(turn.clone(), tx));
-    Ok(turn)
-}
-
-/// Sends each turn's requests to the decider's thread (see [`Turn`]).
-/// When that thread is gone, marks the turn dead and drops what is queued
-/// (each of those requests is answered -32603).
-async fn flush_turns(turn: Arc<Turn>, to_decider: std::sync::mpsc::Sender<Vec<Job>>) {
-    loop {
+/// Sends each turn's requests to the decider's thread (see [`Turn`]);
+/// with several, each request to the one its session hashes to
+/// ([`shard`]). When a thread is gone, marks the turn dead and drops what
+/// is queued (each of those requests is answered -32603).
+async fn flush_turns(turn: Arc<Turn>, to_deciders: Vec<std::sync::mpsc::Sender<Vec<Job>>>) {
+    let n = to_deciders.len();
+    'turns: loop {
         turn.ready.notified().await;
         let batch = match turn.queued.lock() {
             Ok(mut queued) => std::mem::take(&mut *queued),
             Err(_) => break,
         };
-        if !batch.is_empty() && to_decider.send(batch).is_err() {
-            break;
+        if batch.is_empty() {
+            continue;
+        }
+        if n <= 1 {
+            match to_deciders.first() {
+                Some(to) if to.send(batch).is_ok() => continue,
+                _ => break,
+            }
+        }
+        let mut parts: Vec<Vec<Job>> = (0..n).map(|_| Vec::new()).collect();
+        for job in batch {
+            parts[shard(&job.request, n)].push(job);
+        }
+        for (to, part) in to_deciders.iter().zip(parts) {
+            if !part.is_empty() && to.send(part).is_err() {
+                break 'turns;
+            }
         }
     }
     turn.alive.store(false, Ordering::Relaxed);
@@ -587,8 +600,7 @@ async fn answer<S: SessionStore>(
                     Ok(mut g) => Some(g.handle_value(&request)),
                     Err(_) => return Ok(unavailable()),
                 },
-                Jobs::Thread(turns) => {
-                    let turn = &turns[shard(&request, turns.len())];
+                Jobs::Thread(turn) => {
                     if !turn.alive.load(Ordering::Relaxed) {
                         return Ok(unavailable());
                     }
