@@ -8,7 +8,10 @@
 # THREADS=N wrk threads (2). INSTANCES=2 starts two Guardians on the same
 # store (ports PORT and PORT+1) and one wrk against each, at once;
 # SAME_SESSION=1 makes both drive one session (serialised on its row lock),
-# else each has its own. Each run (and each instance) gets a session id of its
+# else each has its own. SESSIONS=N (1-100) makes each instance's requests
+# cycle over N sessions instead of one (a team server; on PostgreSQL the
+# decider threads take sessions by shard, so several batches commit at once).
+# Each run (and each instance) gets a session id of its
 # own, so a database that outlives runs never sees a replay of an earlier one.
 # Prints the load average before and after, and each wrk's report.
 # COUNTS=1 (one instance) also attaches `perf stat` to the server for the run
@@ -57,7 +60,7 @@ done
 # req/s on SQLite was a fat-LTO `target/release` build at load ~1; the same
 # script on a `--profile measure` build gave half that: name the binary).
 echo "binary: $mnemo ($(stat -c %s "$mnemo") bytes, sha256 $(sha256sum "$mnemo" | cut -c1-12)); $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
-echo "wrk -t${THREADS:-2} -c$conns -d${secs}s on the same cores; requests: user-message.lua (steps/userMessage, a fresh request_id each, validated, replay-checked, recorded, chained); one session per instance$([ "${SAME_SESSION:-0}" = 1 ] && echo ' (SAME_SESSION: one for all)'); timestamps and handshake not checked"
+echo "wrk -t${THREADS:-2} -c$conns -d${secs}s on the same cores; requests: user-message.lua (steps/userMessage, a fresh request_id each, validated, replay-checked, recorded, chained); ${SESSIONS:-1} session(s) per instance$([ "${SAME_SESSION:-0}" = 1 ] && echo ' (SAME_SESSION: the same for all)'); timestamps and handshake not checked"
 case "${STORE:-memory}" in
   sqlite) echo "store sqlite: a fresh file, WAL, synchronous=NORMAL (a commit writes the WAL, no fsync; the background checkpoint, every 250 ms, fsyncs the WAL before copying it and the database after)" ;;
   postgres) echo "store postgres: synchronous_commit=$(psql "$url" -Atc 'SHOW synchronous_commit' 2>/dev/null || echo '?') fsync=$(psql "$url" -Atc 'SHOW fsync' 2>/dev/null || echo '?') (COMMIT waits for its WAL flush)" ;;
@@ -79,7 +82,7 @@ if command -v wrk >/dev/null; then
   wpids=()
   for i in $(seq 0 $((instances - 1))); do
     if [ "${SAME_SESSION:-0}" = 1 ]; then s="$(session_of 0)"; else s="$(session_of "$i")"; fi
-    SESSION="$s" INSTANCE="$i" wrk -t"${THREADS:-2}" -c"$conns" -d"${secs}s" --latency \
+    SESSION="$s" INSTANCE="$i" SESSIONS="${SESSIONS:-1}" wrk -t"${THREADS:-2}" -c"$conns" -d"${secs}s" --latency \
       -s "$here/user-message.lua" "http://127.0.0.1:$((port + i))/" > "$tmp/wrk.$i" &
     wpids+=($!)
   done

@@ -23,11 +23,15 @@ use file_format::RuleFile;
 #[path = "src/kwtable.rs"]
 mod kwtable;
 
+#[path = "src/required.rs"]
+mod required;
+
 fn main() {
     println!("cargo::rerun-if-changed=rules/default.toml");
     println!("cargo::rerun-if-changed=build.rs");
     println!("cargo::rerun-if-changed=src/file_format.rs");
     println!("cargo::rerun-if-changed=src/kwtable.rs");
+    println!("cargo::rerun-if-changed=src/required.rs");
     if let Err(e) = run() {
         println!("cargo::error=rules/default.toml: {e}");
         std::process::exit(1);
@@ -109,6 +113,15 @@ fn run() -> Result<(), String> {
         for (name, value) in &file.macros {
             pattern = pattern.replace(&format!("%{name}%"), value);
         }
+        // parsed as the runtime parses it (rules.rs `parse_pattern`); a
+        // pattern that does not parse fails the crate's tests instead
+        let requires = regex_syntax::ParserBuilder::new()
+            .unicode(false)
+            .utf8(false)
+            .build()
+            .parse(&pattern)
+            .ok()
+            .and_then(|h| required::required_byte(&h, &keywords));
         let entropy = match r.entropy {
             Some(e) if e.is_finite() => format!("Some({e:?}_f64)"),
             Some(_) => return Err(format!("rule `{}`: entropy is not finite", r.id)),
@@ -119,7 +132,7 @@ fn run() -> Result<(), String> {
             "crate::rules::Spec {{ id: {:?}, description: {:?}, pattern: {:?}, keywords: {}, \
              secret_group: {:?}, entropy: {entropy}, allow: {}, specificity: {}, \
              placeholders: {}, code_aware: {}, require_digit: {}, max_len: {:?}, \
-             pantheon_replacement: {}, examples: {}, counter_examples: {} }},",
+             pantheon_replacement: {}, examples: {}, counter_examples: {}, requires: {:?} }},",
             r.id,
             r.description,
             pattern,
@@ -134,6 +147,7 @@ fn run() -> Result<(), String> {
             opt_str(&r.pantheon_replacement),
             list(&r.examples),
             list(&r.counter_examples),
+            requires,
         );
     }
     out.push_str("];\n");

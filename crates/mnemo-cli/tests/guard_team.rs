@@ -71,6 +71,11 @@ fn policy(dir: &Path) -> std::path::PathBuf {
 }
 
 fn start(store: &str, policy: &Path) -> Server {
+    start_with(store, policy, &[])
+}
+
+/// [`start`] with extra environment variables.
+fn start_with(store: &str, policy: &Path, env: &[(&str, &str)]) -> Server {
     let port = TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -85,6 +90,7 @@ fn start(store: &str, policy: &Path) -> Server {
         .arg(store)
         .env_remove("MNEMO_CONFIG")
         .env_remove("MNEMO_STORE")
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
@@ -281,6 +287,58 @@ fn two_guardian_processes_on_one_database_decide_one_session_consistently() {
         "the recorded steps are the acknowledged ones"
     );
     check_chain(&entries, steps.len());
+}
+
+/// One process decides several sessions on four decider threads (one per
+/// shard of session ids, each with a connection of its own): eight threads
+/// at once send requests for eight sessions, each id twice; each id is
+/// accepted once and refused once, and every session's steps are the
+/// acknowledged ones, numbered without a gap, with an unbroken chain.
+#[test]
+fn one_guardian_process_decides_many_sessions_on_its_decider_threads() {
+    let Some(url) = pg_url() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let a = start_with(&url, &policy(dir.path()), &[("MNEMO_GUARD_DECIDERS", "4")]);
+    const SESSIONS: u16 = 8;
+    const THREADS: u64 = 8;
+    const EACH: u64 = 24;
+    let sessions: Arc<Vec<String>> = Arc::new((0..SESSIONS).map(|i| unique(0x30 + i)).collect());
+    let port = a.port;
+    let handles: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let sessions = sessions.clone();
+            std::thread::spawn(move || {
+                let mut got = Vec::new();
+                for k in 0..EACH {
+                    let s = (t + k) as usize % sessions.len();
+                    let id = rid(0x300 + t, k);
+                    let first = send(port, &sessions[s], &id);
+                    let again = send(port, &sessions[s], &id);
+                    got.push((s, id, first, again));
+                }
+                got
+            })
+        })
+        .collect();
+    let mut acked: Vec<BTreeSet<String>> = vec![BTreeSet::new(); sessions.len()];
+    for h in handles {
+        for (s, id, first, again) in h.join().unwrap() {
+            assert_eq!(first, Answer::Accepted, "{id}");
+            assert_eq!(again, Answer::Replay, "{id}");
+            assert!(acked[s].insert(id));
+        }
+    }
+    drop(a);
+    for (session, acked) in sessions.iter().zip(&acked) {
+        let (steps, entries) = read_back(&url, session);
+        let recorded: BTreeSet<String> = steps.iter().cloned().collect();
+        assert_eq!(recorded.len(), steps.len(), "no step recorded twice");
+        assert_eq!(
+            &recorded, acked,
+            "{session}: the recorded steps are the acknowledged ones"
+        );
+        check_chain(&entries, steps.len());
+    }
 }
 
 /// Load on one process, `kill -9` once `kill_after` answers came back;

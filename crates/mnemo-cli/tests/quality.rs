@@ -187,7 +187,7 @@ fn ratio((a, b): (usize, usize)) -> f64 {
 impl Figures {
     fn line(&self, name: &str) -> String {
         format!(
-            "{name:<22} C/H facts {}/{} = {:.3} · contract {}/{} = {:.3} · all facts {}/{} = {:.3} · size {:.2}× chars, {:.2}× tokens of text+files ({:.2}× tokens of text alone; {} → {} tokens) · max lines C {} H {} · defects {} · {} summaries, {} C/H entries",
+            "{name:<22} C/H facts {}/{} = {:.3} · contract {}/{} = {:.3} · all facts {}/{} = {:.3} · size {:.2}× chars, {:.2}× tokens of text+files ({:.2}× tokens of text alone; {} → {} tokens, {} → {} chars) · max lines C {} H {} · defects {} · {} summaries, {} C/H entries",
             self.ch_facts.0,
             self.ch_facts.1,
             ratio(self.ch_facts),
@@ -202,6 +202,8 @@ impl Figures {
             ratio((self.out_tokens, self.text_tokens)),
             self.in_tokens,
             self.out_tokens,
+            self.in_chars,
+            self.out_chars,
             self.max_critical_lines,
             self.max_high_lines,
             self.defects.len(),
@@ -480,8 +482,13 @@ fn every_planted_fact_is_in_its_summary() {
 }
 
 /// Committed floors (both halves): (C/H facts, contract facts, max size in
-/// tokens of text+files, max defects).
-const FLOORS: (f64, f64, f64, usize) = (0.95, 0.95, 0.68, 2);
+/// tokens of text+files, max defects). Just above what both halves reach
+/// (2026-12-03: held-out 0.672× tokens, tuning 0.665×), so that a
+/// regression fails.
+const FLOORS: (f64, f64, f64, usize) = (0.95, 0.95, 0.675, 2);
+/// Committed ceiling of the size in characters of text+files (held-out
+/// 0.650×, tuning 0.622×).
+const MAX_CHARS_RATIO: f64 = 0.66;
 
 #[test]
 fn both_halves_stay_above_the_committed_thresholds() {
@@ -498,6 +505,11 @@ fn both_halves_stay_above_the_committed_thresholds() {
         );
         assert!(
             ratio((fig.out_tokens, fig.in_tokens)) <= FLOORS.2,
+            "{half}: {}",
+            fig.line(half)
+        );
+        assert!(
+            ratio((fig.out_chars, fig.in_chars)) <= MAX_CHARS_RATIO,
             "{half}: {}",
             fig.line(half)
         );

@@ -289,7 +289,9 @@ pub fn clauses(sentence: &str) -> Vec<Clause> {
     out
 }
 
-fn is_fact_token(raw: &str) -> bool {
+/// True when a word names something concrete: a number, a path, an
+/// identifier, an upper-case or CamelCase name, a `key=value`, a URL.
+pub fn is_fact_token(raw: &str) -> bool {
     let t = raw.trim_matches(|c: char| matches!(c, ',' | ';' | '.' | ':' | '!' | '?' | '"'));
     if t.is_empty() {
         return false;
@@ -372,7 +374,8 @@ pub fn is_identifier(word: &str) -> bool {
             .is_some_and(|(a, b)| !a.is_empty() && !b.is_empty())
 }
 
-fn has_constraint(text: &str) -> bool {
+/// True when `text` holds a constraint word (never, must, only, not, …).
+pub fn has_constraint(text: &str) -> bool {
     let lower = text.to_lowercase();
     lower
         .split(|c: char| !c.is_alphanumeric() && c != '\'')

@@ -323,7 +323,7 @@ impl<'c> DeterministicSummarizer<'c> {
         // lines already say; the lead is kept even without a fact when it
         // is the only thing said.
         let raw = ex::sentences(&r.summary);
-        let title_lead = lead_is_title(r);
+        let title_lead = lead_is_title(r) || lead_restates_task(r);
         let mut pool: Vec<(String, bool)> = Vec::new();
         for (i, sentence) in raw.iter().enumerate() {
             if i == 0 && title_lead {
@@ -651,6 +651,49 @@ fn lead_is_title(r: &SummaryRecord) -> bool {
         }
         None => false,
     }
+}
+
+/// True when the summary opens with a short sentence that only restates
+/// the record's task (`Notification preferences API.` under the task
+/// `notifications API`): every fact word of it (an identifier, an
+/// upper-case name, see [`ex::is_fact_token`]) is a word of the task, at
+/// most half of its other words are not (`preferences`), it states no
+/// constraint, and at least two sentences with facts follow. The task is
+/// the head line's title, so the lead says nothing the entry does not.
+fn lead_restates_task(r: &SummaryRecord) -> bool {
+    let Some(task) = r.task.as_deref() else {
+        return false;
+    };
+    let raw = ex::sentences(&r.summary);
+    let Some(first) = raw.first() else {
+        return false;
+    };
+    let trim = |w: &str| -> String { w.trim_matches(|c: char| !c.is_alphanumeric()).to_string() };
+    let task_words: Vec<String> = task.split_whitespace().map(trim).collect();
+    let words: Vec<&str> = first.split_whitespace().collect();
+    if words.is_empty() || words.len() > 6 || ex::has_constraint(first) {
+        return false;
+    }
+    let same_word = |a: &str, b: &str| {
+        let (a, b) = (a.to_lowercase(), b.to_lowercase());
+        a == b || (a.len().min(b.len()) >= 4 && (a.starts_with(&b) || b.starts_with(&a)))
+    };
+    let (mut facts, mut other) = (0, 0);
+    for w in &words {
+        let t = trim(w);
+        if ex::is_fact_token(w) {
+            // A fact word must be the task's, as written.
+            if !task_words.contains(&t) {
+                return false;
+            }
+            facts += 1;
+        } else if !task_words.iter().any(|x| same_word(x, &t)) {
+            other += 1;
+        }
+    }
+    facts >= 1
+        && other * 2 <= words.len()
+        && raw.iter().skip(1).filter_map(|s| ex::condense(s)).count() >= 2
 }
 
 impl Summarizer for DeterministicSummarizer<'_> {
@@ -1155,7 +1198,7 @@ mod tests {
             seed ^= seed << 17;
             seed
         };
-        for round in 0..80 {
+        for round in 0..80u32 {
             let len = (next() % 120) as usize;
             let mut text = String::new();
             for _ in 0..len {
@@ -1172,6 +1215,14 @@ mod tests {
                 why: field(next()),
                 gotcha: field(next()),
                 files_changed: vec!["api/a.go".into(), text.chars().take(30).collect()],
+                // Every other round a task made of the text's first words,
+                // so that a lead restating it is met too.
+                task: round.is_multiple_of(2).then(|| {
+                    text.split_whitespace()
+                        .take(3)
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                }),
                 ..SummaryRecord::default()
             };
             for (band, mode) in [

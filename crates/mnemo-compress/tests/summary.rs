@@ -229,6 +229,59 @@ fn own_what_why_gotcha_are_used() {
 }
 
 #[test]
+fn a_lead_that_only_restates_the_task_is_left_to_the_title() {
+    let config = Config::default();
+    let s = DeterministicSummarizer::new(&config);
+    let rec = |task: &str, summary: &str| SummaryRecord {
+        agent: Some("hermes".into()),
+        task: Some(task.into()),
+        summary: summary.into(),
+        ..SummaryRecord::default()
+    };
+    let body = "POST /v1/refunds creates a refund and returns 202 Accepted. \
+                A refund over the captured amount gets 409 Conflict.";
+    let what = |r: &SummaryRecord| {
+        let sum = s
+            .summarize(&SummaryRequest {
+                record: r,
+                band: Band::Critical,
+                mode: Mode::Expanded,
+                from: "hermes",
+                to: Some("aphrodite"),
+            })
+            .unwrap();
+        let Body::Critical { what, .. } = sum.body else {
+            panic!("{sum:?}")
+        };
+        (sum.title, what)
+    };
+    // `Refund endpoints API.` names only the task's words: the head's
+    // title says it, the first line starts with the facts.
+    let (title, w) = what(&rec(
+        "refunds API",
+        &format!("Refund endpoints API. {body}"),
+    ));
+    assert_eq!(title, "refunds API");
+    assert!(w.starts_with("POST /v1/refunds"), "{w}");
+    // A lead with a fact of its own (`v2`), a constraint (`never`) or
+    // without a task to carry it stays.
+    for (task, lead) in [
+        ("refunds API", "Refunds API v2."),
+        ("refunds API", "Refunds API never retries."),
+        ("payments", "Refund endpoints API."),
+    ] {
+        let (_, w) = what(&rec(task, &format!("{lead} {body}")));
+        assert!(w.starts_with(lead.trim_end_matches('.')), "{task}: {w}");
+    }
+    let r = SummaryRecord {
+        task: None,
+        ..rec("", &format!("Refund endpoints API. {body}"))
+    };
+    let (_, w) = what(&r);
+    assert!(w.starts_with("Refund endpoints API"), "{w}");
+}
+
+#[test]
 fn standard_and_aggressive_lines() {
     let config = Config::default();
     let s = DeterministicSummarizer::new(&config);

@@ -11,11 +11,20 @@
 //! Where the decider runs is [`Decider`]: by default on a thread of its own
 //! ([`Decider::Thread`]), so reading, parsing and writing (the runtime's
 //! thread, most of it kernel time) overlap deciding and committing (the
-//! decider's): one hand-off each way per batch, not per request (the
+//! decider's): one hand-off each way per batch, not per request (what one
+//! turn of the runtime read goes to the decider in one message, and the
 //! decider wakes the runtime once with the whole batch's answers). Or as a
 //! task of the runtime ([`Decider::Task`], one thread for everything), or
 //! on each connection's task ([`Decider::Inline`]: no hand-off, no batch,
 //! a store transaction per request).
+//!
+//! A store that offers more handles ([`SessionStore::another`]:
+//! PostgreSQL, a connection each) can be decided on several threads
+//! ([`HttpLimits::deciders`], [`Decider::Thread`] only): a request then
+//! goes to the thread its session id hashes to ([`shard`]), so a session's
+//! requests are decided in arrival order by one thread, batches of
+//! different sessions commit side by side, and between threads, as
+//! between processes, the database's row locks keep a session consistent.
 //!
 //! Limits: a head larger than [`MAX_HEAD_BYTES`] is answered 431, a body longer than `max_request_bytes` 413 (before it is read
 //! when it is declared), at most [`HttpLimits::max_connections`] connections
@@ -36,7 +45,7 @@ use mnemo_guardian::store::SessionStore;
 use serde_json::Value;
 use std::convert::Infallible;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -53,6 +62,12 @@ pub const READ_BUFFER_BYTES: usize = 64 * 1024;
 
 /// Most requests decided in one store transaction.
 pub const MAX_BATCH: usize = 256;
+
+/// Decider threads by default for a store with more handles: one, which
+/// decides every session's requests in one batch (at 8 sessions, four
+/// sharded threads made batches of 3.9 requests instead of ~20, and were
+/// slower on the shared 2-core machine: bench/guardian/README.md).
+pub const DECIDERS: usize = 1;
 
 /// Where the HTTP server decides (see the module's documentation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -91,6 +106,10 @@ pub struct HttpLimits {
     pub inflight_bytes: usize,
     /// Where decisions run.
     pub decider: Decider,
+    /// Decider threads ([`Decider::Thread`]) for a store that offers more
+    /// handles ([`SessionStore::another`]: PostgreSQL), sessions sharded
+    /// over them; any other store has one.
+    pub deciders: usize,
 }
 
 impl Default for HttpLimits {
@@ -100,6 +119,7 @@ impl Default for HttpLimits {
             idle_timeout: Duration::from_secs(60),
             inflight_bytes: 64 << 20,
             decider: Decider::default(),
+            deciders: DECIDERS,
         }
     }
 }
@@ -114,9 +134,24 @@ struct Job {
 /// channel of the request it answers.
 type Answered = Vec<(oneshot::Sender<Value>, Value)>;
 
+/// The requests the runtime read in its current turn, on their way to the
+/// decider's thread: a connection's task queues its request here and the
+/// first of a turn wakes [`flush_turns`], which runs after every task that
+/// was ready before it (the runtime runs woken tasks in order), so it sends
+/// what the whole turn read in one message: one wake-up of the decider's
+/// thread a turn, not one a request.
+struct Turn {
+    queued: Mutex<Vec<Job>>,
+    ready: tokio::sync::Notify,
+    /// False once the decider's thread is gone.
+    alive: AtomicBool,
+}
+
 /// How a connection's task reaches the decider.
 enum Jobs<S: SessionStore> {
-    Thread(std::sync::mpsc::Sender<Job>),
+    /// One [`Turn`] per decider thread; a session's requests go to
+    /// `[shard(session)]`.
+    Thread(Vec<Arc<Turn>>),
     Task(mpsc::Sender<Job>),
     Inline(Arc<Mutex<Guardian<S>>>),
 }
@@ -161,13 +196,25 @@ where
     rt.block_on(async move {
         let jobs = match limits.decider {
             Decider::Thread => {
-                let (tx, rx) = std::sync::mpsc::channel::<Job>();
+                // More threads, each over another handle of the store
+                // (its own connection), when it offers them.
+                let mut others = Vec::new();
+                while others.len() + 1 < limits.deciders {
+                    match g.store().another() {
+                        Some(Ok(s)) => others.push(g.sibling(s)),
+                        Some(Err(e)) => return Err(std::io::Error::other(e.to_string())),
+                        None => break,
+                    }
+                }
                 let (done_tx, done_rx) = mpsc::unbounded_channel::<Answered>();
-                std::thread::Builder::new()
-                    .name("guard-decider".into())
-                    .spawn(move || decide_thread(g, rx, done_tx))?;
+                let mut turns = Vec::with_capacity(1 + others.len());
+                turns.push(spawn_decider(g, "guard-decider".into(), done_tx.clone())?);
+                for (i, o) in others.into_iter().enumerate() {
+                    turns.push(spawn_decider(o, format!("guard-decider-{}", i + 1), done_tx.clone())?);
+                }
+                drop(done_tx);
                 tokio::spawn(deliver(done_rx));
-                Jobs::Thread(tx)
+                Jobs::Thread(turns)
             }
             Decider::Task => {
                 let (tx, rx) = mpsc::channel::<Job>(4 * MAX_BATCH);
@@ -245,39 +292,102 @@ async fn decide_loop<S: SessionStore>(mut g: Guardian<S>, mut rx: mpsc::Receiver
     }
 }
 
-/// The decider on a thread of its own: blocks until a request is queued,
-/// drains the queue (up to [`MAX_BATCH`]), decides it in one transaction
-/// and sends the batch's answers back in one message, so the runtime is
-/// woken once a batch (a wake-up from another thread is a system call when
-/// the runtime sleeps), not once a request. Ends when every sender or the
-/// runtime is gone.
+/// Starts one decider thread over `g` and the runtime task that sends it
+/// each turn's requests; returns the [`Turn`] its requests queue into.
+fn spawn_decider<S: SessionStore + Send + 'static>(
+    g: Guardian<S>,
+    name: String,
+    done: mpsc::UnboundedSender<Answered>,
+) -> std::io::Result<Arc<Turn>> {
+    let (tx, rx) = std::sync::mpsc::channel::<Vec<Job>>();
+    std::thread::Builder::new()
+        .name(name)
+        .spawn(move || decide_thread(g, rx, done))?;
+    let turn = Arc::new(Turn {
+        queued: Mutex::new(Vec::new()),
+        ready: tokio::sync::Notify::new(),
+        alive: AtomicBool::new(true),
+    });
+    tokio::spawn(flush_turns(turn.clone(), tx));
+    Ok(turn)
+}
+
+/// Sends each turn's requests to the decider's thread (see [`Turn`]).
+/// When that thread is gone, marks the turn dead and drops what is queued
+/// (each of those requests is answered -32603).
+async fn flush_turns(turn: Arc<Turn>, to_decider: std::sync::mpsc::Sender<Vec<Job>>) {
+    loop {
+        turn.ready.notified().await;
+        let batch = match turn.queued.lock() {
+            Ok(mut queued) => std::mem::take(&mut *queued),
+            Err(_) => break,
+        };
+        if !batch.is_empty() && to_decider.send(batch).is_err() {
+            break;
+        }
+    }
+    turn.alive.store(false, Ordering::Relaxed);
+    if let Ok(mut queued) = turn.queued.lock() {
+        queued.clear();
+    }
+}
+
+/// The decider on a thread of its own: blocks until a turn's requests
+/// arrive, takes every turn queued meanwhile too, decides them in
+/// transactions of up to [`MAX_BATCH`] and sends each transaction's
+/// answers back in one message, so the runtime is woken once a batch (a
+/// wake-up from another thread is a system call when the runtime sleeps),
+/// not once a request. Ends when the runtime is gone.
 fn decide_thread<S: SessionStore>(
     mut g: Guardian<S>,
-    rx: std::sync::mpsc::Receiver<Job>,
+    rx: std::sync::mpsc::Receiver<Vec<Job>>,
     done: mpsc::UnboundedSender<Answered>,
 ) {
     let mut requests = Vec::with_capacity(MAX_BATCH);
     let mut replies = Vec::with_capacity(MAX_BATCH);
-    while let Ok(job) = rx.recv() {
-        requests.push(job.request);
-        replies.push(job.reply);
-        while requests.len() < MAX_BATCH {
-            match rx.try_recv() {
-                Ok(job) => {
-                    requests.push(job.request);
-                    replies.push(job.reply);
-                }
-                Err(_) => break,
+    let mut pending = std::collections::VecDeque::new();
+    while let Ok(turn) = rx.recv() {
+        pending.extend(turn);
+        while let Ok(turn) = rx.try_recv() {
+            pending.extend(turn);
+        }
+        while !pending.is_empty() {
+            for job in pending.drain(..pending.len().min(MAX_BATCH)) {
+                requests.push(job.request);
+                replies.push(job.reply);
+            }
+            let answers = g.handle_batch(&requests);
+            requests.clear();
+            // A missing answer drops its sender: that request gets -32603.
+            let answered: Answered = replies.drain(..).zip(answers).collect();
+            if done.send(answered).is_err() {
+                return;
             }
         }
-        let answers = g.handle_batch(&requests);
-        requests.clear();
-        // A missing answer drops its sender: that request gets -32603.
-        let answered: Answered = replies.drain(..).zip(answers).collect();
-        if done.send(answered).is_err() {
-            return;
-        }
     }
+}
+
+/// Which decider thread decides `request`: by its session id (FNV-1a), so
+/// that a session's requests are decided by one thread, in arrival order,
+/// and threads never wait on each other's row locks; a request without one
+/// goes to the first.
+fn shard(request: &Value, n: usize) -> usize {
+    if n <= 1 {
+        return 0;
+    }
+    let Some(session) = request
+        .get("params")
+        .and_then(|p| p.get("metadata"))
+        .and_then(|m| m.get("session_id"))
+        .and_then(Value::as_str)
+    else {
+        return 0;
+    };
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in session.bytes() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    (h % n as u64) as usize
 }
 
 /// Hands each answer of a batch decided on the decider's thread to its
@@ -477,10 +587,21 @@ async fn answer<S: SessionStore>(
                     Ok(mut g) => Some(g.handle_value(&request)),
                     Err(_) => return Ok(unavailable()),
                 },
-                Jobs::Thread(jobs) => {
-                    let (reply, rx) = oneshot::channel();
-                    if jobs.send(Job { request, reply }).is_err() {
+                Jobs::Thread(turns) => {
+                    let turn = &turns[shard(&request, turns.len())];
+                    if !turn.alive.load(Ordering::Relaxed) {
                         return Ok(unavailable());
+                    }
+                    let (reply, rx) = oneshot::channel();
+                    let first = match turn.queued.lock() {
+                        Ok(mut queued) => {
+                            queued.push(Job { request, reply });
+                            queued.len() == 1
+                        }
+                        Err(_) => return Ok(unavailable()),
+                    };
+                    if first {
+                        turn.ready.notify_one();
                     }
                     rx.await.ok()
                 }
@@ -523,6 +644,34 @@ fn unavailable() -> Answer {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
+    fn req(session: &str) -> serde_json::Value {
+        json!({"jsonrpc": "2.0", "method": "steps/userMessage", "id": 1,
+               "params": {"metadata": {"session_id": session}}})
+    }
+
+    /// A session always goes to the same decider, sessions spread over all
+    /// of them, and a request without a session goes to the first.
+    #[test]
+    fn shard_keeps_a_session_on_one_decider_and_spreads_sessions() {
+        let mut used = [0usize; 4];
+        for i in 0..400 {
+            let s = format!("7c9e6679-{i:04}-40de-944b-e07fc1f90ae7");
+            let k = super::shard(&req(&s), 4);
+            assert_eq!(k, super::shard(&req(&s), 4), "{s}");
+            assert!(k < 4);
+            used[k] += 1;
+        }
+        assert!(used.iter().all(|&n| n >= 50), "{used:?}");
+        assert_eq!(super::shard(&json!({"id": 1}), 4), 0);
+        assert_eq!(
+            super::shard(&json!({"params": {"metadata": {"session_id": 7}}}), 4),
+            0
+        );
+        assert_eq!(super::shard(&req("anything"), 1), 0);
+    }
+
     #[test]
     fn uri_len_is_the_length_of_the_written_target() {
         for t in ["/", "/x?y=1", "http://h:1/a?b", "h:80", "*", "http://h"] {

@@ -3,8 +3,9 @@
 //! The compaction Guardian's transports (the I/O edge of `mnemo-guardian`).
 //!
 //! **Owns:** Content-Length framing ([`framing`]), the HTTP server on
-//! `hyper` ([`http`]: one decider thread decides whatever is queued in one
-//! store transaction; total memory bounded), the stdio server and the
+//! `hyper` ([`http`]: a decider decides whatever is queued in one store
+//! transaction, by default on a thread of its own; for PostgreSQL
+//! optionally several, sharded by session; total memory bounded), the stdio server and the
 //! one-shot `check` ([`server`]), TLS with rustls ([`tls`]), and a client
 //! for a remote Guardian over HTTP or HTTPS ([`client`]).
 //!

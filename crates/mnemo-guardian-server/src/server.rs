@@ -58,7 +58,13 @@ pub use crate::http::{Decider, HttpLimits};
 /// with one binary). Any other value is refused at start-up.
 pub const DECIDER_ENV: &str = "MNEMO_HTTP_DECIDER";
 
-/// The default limits with the decider of [`DECIDER_ENV`], when it is set.
+/// The environment variable that sets [`HttpLimits::deciders`]: decider
+/// threads of a PostgreSQL store, sessions sharded over them, a connection
+/// each (1 to 64, default 1). Any other value is refused at start-up.
+pub const DECIDERS_ENV: &str = "MNEMO_GUARD_DECIDERS";
+
+/// The default limits with the decider of [`DECIDER_ENV`] and the decider
+/// threads of [`DECIDERS_ENV`], when they are set.
 pub fn limits_from_env() -> Result<HttpLimits, ServeError> {
     let mut limits = HttpLimits::default();
     if let Ok(name) = std::env::var(DECIDER_ENV) {
@@ -67,6 +73,18 @@ pub fn limits_from_env() -> Result<HttpLimits, ServeError> {
                 "{DECIDER_ENV}={name}: expected thread, task or inline"
             ))
         })?;
+    }
+    if let Some(v) = std::env::var_os(DECIDERS_ENV) {
+        limits.deciders = v
+            .to_str()
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .filter(|n| (1..=64).contains(n))
+            .ok_or_else(|| {
+                ServeError::Config(format!(
+                    "{DECIDERS_ENV}={}: a number of decider threads from 1 to 64",
+                    v.to_string_lossy()
+                ))
+            })?;
     }
     Ok(limits)
 }

@@ -57,58 +57,101 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// Medians (µs) of the indexed decision and of the full scan over a
-/// 20-step region in the middle of an `n`-step session.
-fn measure(s: &mut dyn SessionStore, session: &str, n: u64, runs: usize) -> (f64, f64) {
-    let policy = Policy::default();
+/// The preCompact of a 20-step region in the middle of an `n`-step session.
+fn region(n: u64) -> mnemo_guardian::model::PreCompact {
     let mid = n / 2;
-    let pc = mnemo_guardian::model::PreCompact {
+    mnemo_guardian::model::PreCompact {
         entries_to_compact: (mid - 10..mid + 10).map(|i| format!("r{i}")).collect(),
         pre_compact_provenance_summary: None,
         triggered_by: Trigger::SizeThreshold,
         estimated_input_tokens: None,
         target_summary_tokens: None,
-    };
-    let mut indexed = Vec::new();
-    let mut verdict = None;
+    }
+}
+
+/// One session of the benchmark: its size, id, store and preCompact.
+struct Case {
+    n: u64,
+    session: String,
+    store: Box<dyn SessionStore>,
+    pc: mnemo_guardian::model::PreCompact,
+}
+
+/// Medians (µs) of the indexed decision and of the full scan, for each
+/// case. The cases take turns, one decision each (interleaved: a load that
+/// drifts during the run, or a database still settling after the large
+/// fill, weighs on every size alike).
+fn measure(cases: &mut [Case], runs: usize) -> Vec<(f64, f64)> {
+    let policy = Policy::default();
+    let mut indexed = vec![Vec::new(); cases.len()];
+    let mut verdicts: Vec<Option<_>> = cases.iter().map(|_| None).collect();
     for _ in 0..runs {
-        let t = Instant::now();
-        s.begin().unwrap();
-        let d = decide_pre_compact(s, &policy, session, &pc).unwrap();
-        s.commit().unwrap();
-        indexed.push(t.elapsed().as_secs_f64() * 1e6);
-        verdict = Some(d);
+        for (i, c) in cases.iter_mut().enumerate() {
+            let s = c.store.as_mut();
+            let t = Instant::now();
+            s.begin().unwrap();
+            let d = decide_pre_compact(s, &policy, &c.session, &c.pc).unwrap();
+            s.commit().unwrap();
+            indexed[i].push(t.elapsed().as_secs_f64() * 1e6);
+            verdicts[i] = Some(d);
+        }
     }
-    let scan_runs = if n > 10_000 { runs.min(15) } else { runs };
-    let mut scan = Vec::new();
+    let scan_runs = if cases.iter().any(|c| c.n > 10_000) {
+        runs.min(15)
+    } else {
+        runs
+    };
+    let mut scan = vec![Vec::new(); cases.len()];
     for _ in 0..scan_runs {
-        let t = Instant::now();
-        s.begin().unwrap();
-        let steps = s.steps(session).unwrap();
-        let d = decide_pre_compact_full_scan(&policy, &steps, &pc);
-        s.commit().unwrap();
-        scan.push(t.elapsed().as_secs_f64() * 1e6);
-        assert_eq!(Some(&d), verdict.as_ref(), "indexed and full scan agree");
+        for (i, c) in cases.iter_mut().enumerate() {
+            let s = c.store.as_mut();
+            let t = Instant::now();
+            s.begin().unwrap();
+            let steps = s.steps(&c.session).unwrap();
+            let d = decide_pre_compact_full_scan(&policy, &steps, &c.pc);
+            s.commit().unwrap();
+            scan[i].push(t.elapsed().as_secs_f64() * 1e6);
+            assert_eq!(
+                Some(&d),
+                verdicts[i].as_ref(),
+                "indexed and full scan agree"
+            );
+        }
     }
-    (median(indexed), median(scan))
+    indexed
+        .into_iter()
+        .map(median)
+        .zip(scan.into_iter().map(median))
+        .collect()
 }
 
 fn run(name: &str, open: &mut dyn FnMut(&str) -> Box<dyn SessionStore>, runs: usize) {
-    let mut rows = Vec::new();
+    let mut cases = Vec::new();
     for n in [100u64, 100_000] {
         let session = format!("scale-{n}-{}", std::process::id());
-        let mut s = open(&session);
+        let mut store = open(&session);
         let t = Instant::now();
-        fill(s.as_mut(), &session, n);
-        let filled = t.elapsed().as_secs_f64();
-        let (idx, scan) = measure(s.as_mut(), &session, n, runs);
+        fill(store.as_mut(), &session, n);
         println!(
-            "{name:<9} steps={n:>7}  indexed median {idx:>9.1} us   full scan median {scan:>11.1} us   (filled in {filled:.1} s)"
+            "{name:<9} steps={n:>7}  filled in {:.1} s",
+            t.elapsed().as_secs_f64()
         );
-        rows.push((idx, scan));
+        cases.push(Case {
+            n,
+            session,
+            store,
+            pc: region(n),
+        });
+    }
+    let rows = measure(&mut cases, runs);
+    for (c, (idx, scan)) in cases.iter().zip(&rows) {
+        println!(
+            "{name:<9} steps={:>7}  indexed median {idx:>9.1} us   full scan median {scan:>11.1} us",
+            c.n
+        );
     }
     println!(
-        "{name:<9} ratio 100,000/100: indexed {:.2}x   full scan {:.1}x",
+        "{name:<9} ratio 100,000/100: indexed {:.2}x   full scan {:.1}x   (interleaved, {runs} decisions a size)",
         rows[1].0 / rows[0].0,
         rows[1].1 / rows[0].1
     );

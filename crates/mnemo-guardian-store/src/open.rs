@@ -123,9 +123,27 @@ pub fn open_store(opts: &GuardOptions, long_running: bool) -> Result<DynStore, O
     }
     let mut store = SqliteStore::open(&path)?;
     if long_running {
-        store.checkpoint_in_background()?;
+        store.checkpoint_in_background_bounded(wal_limit()?)?;
     }
     Ok(Box::new(Scrubbed::new(store)))
+}
+
+/// The environment variable that sets a long-running server's SQLite WAL
+/// bound in bytes (`0`: never truncate the WAL); unset, 64 MiB
+/// ([`crate::sqlite::WAL_LIMIT_BYTES`]).
+pub const WAL_LIMIT_ENV: &str = "MNEMO_SQLITE_WAL_LIMIT";
+
+fn wal_limit() -> Result<u64, OpenError> {
+    match std::env::var(WAL_LIMIT_ENV) {
+        Err(_) => Ok(crate::sqlite::WAL_LIMIT_BYTES),
+        Ok(v) => match v.trim().parse::<u64>() {
+            Ok(0) => Ok(u64::MAX),
+            Ok(n) => Ok(n),
+            Err(_) => Err(OpenError::Config(format!(
+                "{WAL_LIMIT_ENV}={v}: expected a number of bytes (0: no limit)"
+            ))),
+        },
+    }
 }
 
 /// Builds a Guardian: policy, HMAC key (from the environment variable the

@@ -141,13 +141,17 @@ impl Stmts {
             )?,
             // The writes a unit of work deferred (rows it knows to be new),
             // all in one statement: every data-modifying WITH runs once.
+            // Plain INSERTs (no ON CONFLICT: its speculative insertion
+            // writes a WAL record more a row): a row that is there after
+            // all would be a unique violation, failing the unit of work,
+            // never a replay silently accepted.
             flush: c.prepare(
                 "WITH r AS (
                    INSERT INTO guardian_seen_requests (session_id, request_id, at_ms)
-                   SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[]) ON CONFLICT DO NOTHING),
+                   SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[])),
                  n AS (
                    INSERT INTO guardian_seen_nonces (session_id, nonce, at_ms)
-                   SELECT * FROM unnest($4::text[], $5::text[], $6::bigint[]) ON CONFLICT DO NOTHING),
+                   SELECT * FROM unnest($4::text[], $5::text[], $6::bigint[])),
                  ch AS (
                    INSERT INTO guardian_chain (session_id, seq, canonical, hash)
                    SELECT * FROM unnest($7::text[], $8::bigint[], $9::text[], $10::bytea[])),
@@ -352,6 +356,8 @@ struct Locked {
 pub struct PostgresStore {
     /// The connection, with the statements prepared on it.
     pg: PgPipe<Stmts>,
+    /// Where it connects ([`SessionStore::another`] opens another).
+    url: Url,
     in_tx: bool,
     /// The open transaction's BEGIN is not sent yet: it goes with its
     /// first statement (one trip to the connection fewer), and a unit of
@@ -367,6 +373,15 @@ pub struct PostgresStore {
     expected: HashMap<String, (Vec<String>, Vec<String>)>,
     pending: Pending,
     pending_prune: Option<i64>,
+}
+
+/// A connection string, shown without its password.
+struct Url(String);
+
+impl std::fmt::Debug for Url {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&mnemo_postgres::redact_url(&self.0))
+    }
 }
 
 fn db(e: PgError) -> StoreError {
@@ -471,9 +486,16 @@ impl PostgresStore {
                 .map_err(db)?
                 .map_err(pgerr)?;
         }
+        PostgresStore::connect(url)
+    }
+
+    /// Connects to `url`, whose migrations are applied, and prepares the
+    /// store's statements.
+    fn connect(url: &str) -> Result<Self, StoreError> {
         let pg = PgPipe::connect_with(url, Stmts::prepare).map_err(db)?;
         Ok(PostgresStore {
             pg,
+            url: Url(url.to_string()),
             in_tx: false,
             begin_unsent: false,
             failed: false,
@@ -751,6 +773,15 @@ impl SessionStore for PostgresStore {
     }
     fn wants_marks_ahead(&self) -> bool {
         true
+    }
+    /// A second connection to the same database: everything a decision
+    /// reads is there, under its row locks, so two handles decide as two
+    /// processes would.
+    fn another(&self) -> Option<Result<Box<dyn SessionStore + Send>, StoreError>> {
+        Some(
+            PostgresStore::connect(&self.url.0)
+                .map(|s| Box::new(s) as Box<dyn SessionStore + Send>),
+        )
     }
     fn expect_marks(
         &mut self,

@@ -179,6 +179,11 @@ impl<S: SessionStore> SessionStore for Scrubbed<S> {
     fn wants_marks_ahead(&self) -> bool {
         self.inner.wants_marks_ahead()
     }
+    fn another(&self) -> Option<Result<Box<dyn SessionStore + Send>, StoreError>> {
+        // The other handle is scrubbed too.
+        let other = self.inner.another()?;
+        Some(other.map(|s| Box::new(Scrubbed::new(s)) as Box<dyn SessionStore + Send>))
+    }
     fn handshake(&mut self, session: &str) -> Result<Option<SessionHandshake>, StoreError> {
         self.inner.handshake(session)
     }

@@ -46,6 +46,15 @@ pub struct SqliteStore {
 /// How often the background checkpointer copies the WAL into the database.
 const CHECKPOINT_EVERY: Duration = Duration::from_millis(250);
 
+/// A busy handler that retries every 100 µs, for at most 5 s.
+fn wait_finely(tries: i32) -> bool {
+    if tries >= 50_000 {
+        return false;
+    }
+    std::thread::sleep(Duration::from_micros(100));
+    true
+}
+
 /// The WAL size past which the background checkpointer truncates the WAL
 /// after its PASSIVE checkpoint (see
 /// [`SqliteStore::checkpoint_in_background_bounded`]).
@@ -289,7 +298,7 @@ impl SqliteStore {
     }
 
     /// [`SqliteStore::checkpoint_in_background`] with the WAL bounded by
-    /// `wal_limit` bytes. Every tick runs a PASSIVE checkpoint, which
+    /// `wal_limit` bytes (`u64::MAX`: never truncated). Every tick runs a PASSIVE checkpoint, which
     /// copies frames without blocking any writer but never shortens the
     /// WAL file: SQLite rewinds the WAL only when a write transaction
     /// begins with every frame copied, which back-to-back batches seldom
@@ -338,6 +347,11 @@ impl SqliteStore {
         self.conn
             .execute_batch("PRAGMA wal_autocheckpoint=0")
             .db()?;
+        // The TRUNCATE pass holds writers off for a few milliseconds; the
+        // default busy handler would sleep 1, 2, 5, 10, 15 … ms between
+        // tries (tens of ms of answers lost to a stall of a few), so the
+        // request connection polls every 100 µs instead, up to 5 s.
+        self.conn.busy_handler(Some(wait_finely)).db()?;
         self.checkpointer = Some(stop);
         Ok(())
     }

@@ -328,6 +328,18 @@ impl<S: SessionStore> Guardian<S> {
         &mut self.store
     }
 
+    /// The store, to read.
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    /// A Guardian with this one's policy, settings and clock over another
+    /// store (for instance [`SessionStore::another`] handle of the same
+    /// one, for a second decider thread); nothing else is shared.
+    pub fn sibling<T: SessionStore>(&self, store: T) -> Guardian<T> {
+        Guardian::new(self.policy.clone(), self.config.clone(), store).with_clock(self.clock)
+    }
+
     /// The policy.
     pub fn policy(&self) -> &Policy {
         &self.policy

@@ -129,6 +129,16 @@ pub trait SessionStore {
     fn wants_marks_ahead(&self) -> bool {
         false
     }
+    /// Another handle on this same store with a connection of its own, for
+    /// a second decider thread of one process: only a store whose state
+    /// lives wholly in a database that several processes share (so two
+    /// handles decide as two processes would, under the database's row
+    /// locks) and whose units of work wait on the network (PostgreSQL).
+    /// `None` (the default): the store has one handle, decided on one
+    /// thread.
+    fn another(&self) -> Option<Result<Box<dyn SessionStore + Send>, StoreError>> {
+        None
+    }
     /// The session's handshake, when it completed one.
     fn handshake(&mut self, session: &str) -> Result<Option<SessionHandshake>, StoreError>;
     /// Records (or replaces) the session's handshake.
@@ -527,6 +537,9 @@ impl<T: SessionStore + ?Sized> SessionStore for Box<T> {
     }
     fn wants_marks_ahead(&self) -> bool {
         (**self).wants_marks_ahead()
+    }
+    fn another(&self) -> Option<Result<Box<dyn SessionStore + Send>, StoreError>> {
+        (**self).another()
     }
     fn handshake(&mut self, session: &str) -> Result<Option<SessionHandshake>, StoreError> {
         (**self).handshake(session)

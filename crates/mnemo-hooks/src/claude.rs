@@ -479,6 +479,65 @@ impl Mapper {
         self.line_read(line, lineno, true);
     }
 
+    /// [`Self::line`] of a line that mnemo-trail's parser read already
+    /// (`parsed`: its [`mnemo_trail::parse::parse_line`] of `line`, `None`
+    /// when that failed), so that a hook parses each line once for the
+    /// Guardian and the trail. `user` and `assistant` lines (and lines of
+    /// a kind the mapping ignores) are mapped from that parse, which reads
+    /// every member as the `Value` reading does; `system` and
+    /// `attachment` lines, and a line it did not parse, are read as
+    /// [`Self::line`] reads them.
+    pub fn line_parsed(
+        &mut self,
+        line: &str,
+        parsed: Option<&mnemo_trail::parse::Line<'_>>,
+        lineno: usize,
+    ) {
+        let Some(l) = parsed else {
+            return self.line(line, lineno);
+        };
+        if line.trim().is_empty() {
+            return;
+        }
+        let kind = l.kind().unwrap_or("");
+        if matches!(kind, "system" | "attachment") {
+            return self.line(line, lineno);
+        }
+        fn cow(x: &str) -> CowStr<'_> {
+            CowStr(Cow::Borrowed(x))
+        }
+        let content = match l.claude_content() {
+            mnemo_trail::parse::ClaudeContent::None => Content::None,
+            mnemo_trail::parse::ClaudeContent::Text(t) => Content::Text(Prefix::of(t)),
+            mnemo_trail::parse::ClaudeContent::Blocks(bs) => Content::Blocks(
+                bs.iter()
+                    .map(|b| Block {
+                        kind: b.kind().map(cow),
+                        id: b.id().map(cow),
+                        name: b.name().map(cow),
+                        tool_use_id: b.tool_use_id().map(cow),
+                        text: b.text().map(Prefix::of),
+                        input: Some(Input {
+                            url: b.input_url().map(cow),
+                        }),
+                    })
+                    .collect(),
+            ),
+        };
+        let facts = Facts {
+            kind: Cow::Borrowed(kind),
+            uuid: l.uuid().map(cow),
+            compact_boundary: l.subtype() == Some("compact_boundary"),
+            is_meta: l.is_meta() == Some(true),
+            is_summary: l.is_compact_summary() == Some(true),
+            content,
+            attachment: None,
+            preserved: None,
+            prompt_id: l.prompt_id().map(cow),
+        };
+        self.facts(facts, lineno);
+    }
+
     /// [`Self::line`]; `typed: false` reads every line as a `Value` (the
     /// tests compare both readings).
     fn line_read(&mut self, line: &str, lineno: usize, typed_first: bool) {
@@ -688,17 +747,25 @@ pub fn transcript_entries(jsonl: &str) -> (Vec<EntryProvenance>, usize) {
 mod tests {
     use super::*;
 
+    /// The typed, the `Value` and the shared (mnemo-trail's parse,
+    /// [`Mapper::line_parsed`]) readings of `lines`, checked equal.
     fn both(lines: &[&str]) -> (Vec<EntryProvenance>, usize) {
         let mut typed = Mapper::new();
         let mut lenient = Mapper::new();
+        let mut shared = Mapper::new();
         for (i, l) in lines.iter().enumerate() {
             typed.line_read(l, i + 1, true);
             lenient.line_read(l, i + 1, false);
+            let parsed = mnemo_trail::parse::parse_line(l).ok();
+            shared.line_parsed(l, parsed.as_ref(), i + 1);
         }
         assert_eq!(typed.last_prompt_id(), lenient.last_prompt_id());
         assert_eq!(typed.missing_preserved(), lenient.missing_preserved());
+        assert_eq!(shared.last_prompt_id(), lenient.last_prompt_id());
+        assert_eq!(shared.missing_preserved(), lenient.missing_preserved());
         let t = typed.finish();
         assert_eq!(t, lenient.finish(), "entries of {lines:?}");
+        assert_eq!(t, shared.finish(), "shared parse: entries of {lines:?}");
         t
     }
 
@@ -715,6 +782,21 @@ mod tests {
             }
         }
         assert!(n >= 8, "fixtures read: {n}");
+    }
+
+    #[test]
+    fn a_line_the_shared_parse_rejects_is_read_as_before() {
+        // A lone surrogate in a member the typed reading skips: the typed
+        // reading takes the line, `Value` and mnemo-trail's parse do not.
+        let l = r#"{"type":"user","uuid":"m7","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":"\ud800 lone"}]}}"#;
+        assert!(mnemo_trail::parse::parse_line(l).is_err());
+        let mut typed = Mapper::new();
+        typed.line(l, 1);
+        let mut shared = Mapper::new();
+        shared.line_parsed(l, None, 1);
+        let t = typed.finish();
+        assert_eq!(t.0.len(), 1, "{t:?}");
+        assert_eq!(t, shared.finish());
     }
 
     #[test]
@@ -743,9 +825,21 @@ mod tests {
             r#"not json"#,
             r#"[1,2]"#,
             "",
+            // what the shared parse must read as the others do
+            "\u{c}{\"type\":\"user\",\"uuid\":\"ff\",\"message\":{\"content\":\"form feed\"}}",
+            "\u{a0}",
+            r#"{"type":"user","uuid":"m1","isMeta":1,"message":{"content":[{"type":"text","text":"t"},5,"s",{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"x"}]}]}}"#,
+            r#"{"type":"user","uuid":"m2","message":"not an object"}"#,
+            r#"{"type":"assistant","uuid":"m3","message":{"content":[{"type":"tool_use","id":"t2","name":"WebFetch","input":"str"},{"type":"tool_use","id":"t3","name":"WebFetch","input":{"url":5}}]}}"#,
+            r#"{"type":"user","uuid":"m4","message":{"content":[{"type":"tool_result","tool_use_id":"t2"},{"type":"tool_result","tool_use_id":"t3","content":"Exit code 1\nerr"}]}}"#,
+            r#"{"type":"user","uuid":"\u006d5","promptId":7,"message":{"content":"                                                                    <command-name>/compact"}}"#,
+            r#"{"type":"user","uuid":"m6","message":{"content":"x","content":[{"type":"text","text":"<local-command-stdout>"}]},"message":{"content":"last wins"}}"#,
+            r#"{"type":"progress","uuid":"p9","promptId":"p3"}"#,
+            r#"{"type":"system","subtype":"informational","uuid":"s9","content":"x"}"#,
+            r#"{"type":"attachment","uuid":"at4","attachment":{"type":"hook_additional_context","hookName":"h","content":["x"]}}"#,
         ];
         let (entries, bad) = both(&cases);
-        assert_eq!(bad, 1);
+        assert_eq!(bad, 2, "not json, and the line after a form feed");
         assert!(entries.iter().any(|e| e.step_id == "u1"), "{entries:?}");
         for c in &cases {
             both(&[c]);

@@ -92,6 +92,23 @@ pub fn run_pre_compact_with(
     input: impl Read,
     sleep: &mut dyn FnMut(std::time::Duration),
 ) -> Result<HookRun, ServeError> {
+    run_pre_compact_keep(host, style, opts, input, sleep, None).map(|(run, _)| run)
+}
+
+/// [`run_pre_compact_with`] that, given `keep`, also returns the lines of
+/// a Claude Code transcript it read whole into `keep`
+/// ([`read_transcript_keep`]), for the trail to read without reading or
+/// parsing the file again; `None` when it read it line by line, or read it
+/// more than once (a transcript the host was still writing: the trail then
+/// reads the file itself).
+pub fn run_pre_compact_keep<'b>(
+    host: Host,
+    style: BlockStyle,
+    opts: &GuardOptions,
+    input: impl Read,
+    sleep: &mut dyn FnMut(std::time::Duration),
+    keep: Option<&'b mut Vec<u8>>,
+) -> Result<(HookRun, Option<Vec<KeptLine<'b>>>), ServeError> {
     let mut buf = Vec::new();
     input.take(MAX_HOOK_INPUT).read_to_end(&mut buf)?;
     let hook = parse_hook_input(&buf)
@@ -118,8 +135,14 @@ pub fn run_pre_compact_with(
             (open_guardian(&memory, Transport::Stdio, true)?, false)
         }
     };
+    // The shared read costs the Guardian more than its own (mnemo-trail's
+    // parser reads more members): it is taken where the Guardian is
+    // expected to allow, and so the trail to be built, a manual
+    // compaction under `manual_override`. Either read decides alike.
+    let keep = keep
+        .filter(|_| hook.trigger.as_deref() == Some("manual") && guardian.policy().manual_override);
     let started = std::time::Instant::now();
-    let mut g = gather(host, opts, &hook, guardian.policy());
+    let (mut g, mut kept) = gather(host, opts, &hook, guardian.policy(), keep);
     let session_id = if hook.session_id.is_empty() {
         "unknown-session"
     } else {
@@ -174,7 +197,8 @@ pub fn run_pre_compact_with(
                 g.entries.push(unread());
                 break;
             }
-            g = gather(host, opts, &hook, guardian.policy());
+            g = gather(host, opts, &hook, guardian.policy(), None).0;
+            kept = None;
         }
     }
     note.push_str(&g.notes);
@@ -226,13 +250,16 @@ pub fn run_pre_compact_with(
     };
     let mut output = render(host, style, &decision);
     output.stderr.insert_str(0, &note);
-    Ok(HookRun {
-        output,
-        decision,
-        entries: entries.len(),
-        bad_lines: bad,
-        recorded,
-    })
+    Ok((
+        HookRun {
+            output,
+            decision,
+            entries: entries.len(),
+            bad_lines: bad,
+            recorded,
+        },
+        kept,
+    ))
 }
 
 /// What one read of the hook's transcript gave.
@@ -254,11 +281,17 @@ fn file_len(path: &std::path::Path) -> Option<u64> {
 /// Reads the transcript the hook input points to into the entries about to
 /// be compacted (plus, for Claude Code, the prompt recorded at
 /// UserPromptSubmit that stands for a line the host has not written yet).
-fn gather(host: Host, opts: &GuardOptions, hook: &crate::HookInput, policy: &Policy) -> Gathered {
+fn gather<'b>(
+    host: Host,
+    opts: &GuardOptions,
+    hook: &crate::HookInput,
+    policy: &Policy,
+    keep: Option<&'b mut Vec<u8>>,
+) -> (Gathered, Option<Vec<KeptLine<'b>>>) {
     let mut notes = String::new();
     let read_at = std::time::Instant::now();
     let Some(p) = hook.transcript_path.as_deref().filter(|p| !p.is_empty()) else {
-        return Gathered {
+        let g = Gathered {
             entries: Vec::new(),
             bad: 0,
             pending: Vec::new(),
@@ -266,10 +299,18 @@ fn gather(host: Host, opts: &GuardOptions, hook: &crate::HookInput, policy: &Pol
             len: None,
             read_at,
         };
+        return (g, None);
     };
     let path = std::path::Path::new(p);
     let len = file_len(path);
-    let mut t = read_transcript_for(host, path, policy);
+    let (mut t, kept) = read_transcript_keep(
+        host,
+        path,
+        MAX_LINE,
+        LOOKBACK,
+        Some((policy, Limits::default())),
+        keep,
+    );
     for why in &t.problems {
         notes.push_str(&format!(
             "mnemo guardian: cannot read transcript {p} whole ({why}); what was not read counts as untrusted ({UNREAD})\n"
@@ -313,14 +354,15 @@ fn gather(host: Host, opts: &GuardOptions, hook: &crate::HookInput, policy: &Pol
             vec![(Origin::UserInput, Some("claude-code:user".to_string()))],
         ));
     }
-    Gathered {
+    let g = Gathered {
         entries,
         bad: t.bad,
         pending: t.pending_user_turns,
         notes,
         len,
         read_at,
-    }
+    };
+    (g, kept)
 }
 
 /// Result of one PostCompact recording.
@@ -422,7 +464,7 @@ pub fn run_post_compact_record(
                 .as_deref()
                 .is_some_and(|p| !p.is_empty()) =>
         {
-            let g = gather(host, opts, &hook, guardian.policy());
+            let (g, _) = gather(host, opts, &hook, guardian.policy(), None);
             notes.push_str(&g.notes);
             g.entries.into_iter().flat_map(|e| e.provenance).collect()
         }
@@ -583,6 +625,49 @@ pub fn read_transcript_limits(
     lookback: u64,
     collapse: Option<(&Policy, Limits)>,
 ) -> Transcript {
+    read_transcript_keep(host, path, max_line, lookback, collapse, None).0
+}
+
+/// Largest Claude Code transcript read whole into memory and parsed once
+/// for both the Guardian and the trail ([`KeptLine`]); a larger one is
+/// read line by line, and the trail reads it again.
+pub const KEEP_MAX_BYTES: u64 = 16 << 20;
+/// Most lines kept for the trail ([`KEEP_MAX_BYTES`]; a kept line is
+/// about 1 KB): past it nothing is kept and the trail reads the file again.
+pub const KEEP_MAX_LINES: usize = 20_000;
+
+/// A transcript line as the Guardian's read of it left it for the trail:
+/// parsed by mnemo-trail's parser, or the raw line (blank, not UTF-8, not
+/// JSON) for the trail to read itself ([`mnemo_trail::Extractor::push_bytes`]).
+#[derive(Debug)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "kept in one Vec of at most KEEP_MAX_LINES; a Box a line would cost an allocation a line"
+)]
+pub enum KeptLine<'b> {
+    /// The line's parse ([`mnemo_trail::parse::parse_line`]).
+    Parsed(mnemo_trail::parse::Line<'b>),
+    /// The line as it is in the file.
+    Raw(&'b [u8]),
+}
+
+/// [`read_transcript_limits`] that, given `keep` (Claude Code only), reads
+/// a transcript of at most [`KEEP_MAX_BYTES`] whose region starts at its
+/// first byte whole into `keep` and parses each line once, with
+/// mnemo-trail's parser, for the mapping ([`claude::Mapper::line_parsed`])
+/// and for the trail: the lines come back beside the transcript, in file
+/// order (every line of the file), borrowing from `keep`. Otherwise (and
+/// past [`KEEP_MAX_LINES`]) nothing is kept (`None`) and the file is read
+/// line by line as [`read_transcript_limits`] reads it.
+pub fn read_transcript_keep<'b>(
+    host: Host,
+    path: &std::path::Path,
+    max_line: usize,
+    lookback: u64,
+    collapse: Option<(&Policy, Limits)>,
+    keep: Option<&'b mut Vec<u8>>,
+) -> (Transcript, Option<Vec<KeptLine<'b>>>) {
+    let mut kept: Option<Vec<KeptLine<'b>>> = None;
     let mut collapser = collapse.map(|(p, l)| Collapser::new(p, l));
     let mut t = Transcript::default();
     let mut file = match std::fs::File::open(path) {
@@ -590,7 +675,7 @@ pub fn read_transcript_limits(
         Err(e) => {
             t.problems.push(e.to_string());
             t.entries.push(unread());
-            return t;
+            return (t, None);
         }
     };
     let (pattern, lookback): (&[u8], u64) = match host {
@@ -603,7 +688,7 @@ pub fn read_transcript_limits(
             t.problems
                 .push(format!("looking for the last compaction: {e}"));
             t.entries.push(unread());
-            return t;
+            return (t, None);
         }
     };
     let start = match boundary {
@@ -618,7 +703,58 @@ pub fn read_transcript_limits(
     };
     let mut problems = Vec::new();
     let mut lineno = 0usize;
+    // The whole file in memory, each line parsed once for the mapping and
+    // the trail (the file is not read again for the trail).
+    let whole = match (keep, &mut mapper) {
+        (Some(buf), AnyMapper::Claude(_)) if start == 0 => {
+            read_small(&mut file, buf, KEEP_MAX_BYTES.min(max_line as u64))
+        }
+        _ => None,
+    };
+    if let (Some(bytes), AnyMapper::Claude(m)) = (whole, &mut mapper) {
+        let fold_from = boundary.map_or(0, |b| b + 1);
+        let mut lines = Vec::new();
+        let mut keeping = true;
+        let mut pos = 0usize;
+        while pos < bytes.len() {
+            let end = memchr::memchr(b'\n', &bytes[pos..]).map_or(bytes.len(), |i| pos + i + 1);
+            let raw = &bytes[pos..end];
+            pos = end;
+            lineno += 1;
+            let parsed = match std::str::from_utf8(raw) {
+                Ok(s) if !s.trim().is_empty() => {
+                    let p = mnemo_trail::parse::parse_line(s).ok();
+                    m.line_parsed(s, p.as_ref(), lineno);
+                    p
+                }
+                Ok(_) => None,
+                Err(_) => {
+                    m.line("\u{0}", lineno);
+                    None
+                }
+            };
+            if keeping {
+                lines.push(match parsed {
+                    Some(l) => KeptLine::Parsed(l),
+                    None => KeptLine::Raw(raw),
+                });
+                if lines.len() > KEEP_MAX_LINES {
+                    keeping = false;
+                    lines = Vec::new();
+                }
+            }
+            if pos as u64 > fold_from
+                && let Some(c) = collapser.as_mut()
+            {
+                m.collapse(c);
+            }
+        }
+        kept = keeping.then_some(lines);
+    }
     let r = (|| -> std::io::Result<()> {
+        if kept.is_some() {
+            return Ok(());
+        }
         use std::io::{BufRead, Seek, SeekFrom};
         // Line numbers of the part not read, counted, not parsed.
         file.seek(SeekFrom::Start(0))?;
@@ -726,7 +862,23 @@ pub fn read_transcript_limits(
     }
     t.entries = entries;
     t.bad = bad;
-    t
+    (t, kept)
+}
+
+/// The whole file in `buf` when it is at most `max` bytes long (`None`:
+/// longer, or it could not be read whole: the caller reads it line by line).
+fn read_small<'b>(file: &mut std::fs::File, buf: &'b mut Vec<u8>, max: u64) -> Option<&'b [u8]> {
+    use std::io::{Seek, SeekFrom};
+    let len = file.metadata().ok()?.len();
+    if len > max {
+        return None;
+    }
+    buf.clear();
+    file.seek(SeekFrom::Start(0)).ok()?;
+    buf.reserve(len as usize + 1);
+    let ok = file.by_ref().take(max + 1).read_to_end(buf).is_ok() && buf.len() as u64 <= max;
+    file.seek(SeekFrom::Start(0)).ok()?;
+    ok.then_some(&buf[..])
 }
 
 /// Whether a Claude Code `compact_boundary` line starts in `from..to` of

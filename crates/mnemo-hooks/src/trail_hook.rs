@@ -23,7 +23,7 @@
 //! rename). A trail that cannot be built or stored never changes the
 //! Guardian's decision; the hook says so on stderr.
 
-use crate::io::{HookRun, MAX_HOOK_INPUT, run_pre_compact};
+use crate::io::{HookRun, KeptLine, MAX_HOOK_INPUT, run_pre_compact, run_pre_compact_keep};
 use crate::{BlockStyle, Host, parse_hook_input};
 use mnemo_acs::model::Verdict;
 use mnemo_guardian_store::open::{GuardOptions, OpenError, default_store_path};
@@ -112,6 +112,24 @@ pub fn trail_of_file(path: &Path, host: HostKind, budget: usize) -> Result<Trail
     x.finish(budget).map_err(|e| e.to_string())
 }
 
+/// The trail of the lines the Guardian's read kept
+/// ([`crate::io::read_transcript_keep`]): the same trail as
+/// [`trail_of_file`] of that file.
+pub fn trail_of_kept(
+    lines: &[KeptLine<'_>],
+    host: HostKind,
+    budget: usize,
+) -> Result<Trail, String> {
+    let mut x = Extractor::new(Some(host));
+    for l in lines {
+        match l {
+            KeptLine::Parsed(p) => x.push_parsed_line(p),
+            KeptLine::Raw(b) => x.push_bytes(b),
+        }
+    }
+    x.finish(budget).map_err(|e| e.to_string())
+}
+
 fn host_kind(host: Host) -> HostKind {
     match host {
         Host::ClaudeCode => HostKind::ClaudeCode,
@@ -131,10 +149,15 @@ pub fn run_pre_compact_with_trail(
 ) -> Result<HookRun, OpenError> {
     let mut buf = Vec::new();
     input.take(MAX_HOOK_INPUT).read_to_end(&mut buf)?;
-    let mut run = run_pre_compact(host, style, opts, &buf[..])?;
     let Some(budget) = budget else {
-        return Ok(run);
+        return run_pre_compact(host, style, opts, &buf[..]);
     };
+    // A Claude Code transcript the Guardian reads whole is parsed once for
+    // both: the trail takes the Guardian's lines.
+    let mut file = Vec::new();
+    let keep = (host == Host::ClaudeCode).then_some(&mut file);
+    let (mut run, kept) =
+        run_pre_compact_keep(host, style, opts, &buf[..], &mut std::thread::sleep, keep)?;
     if run.decision.verdict == Verdict::Deny {
         return Ok(run);
     }
@@ -142,7 +165,12 @@ pub fn run_pre_compact_with_trail(
     let Some(path) = hook.transcript_path.as_deref().filter(|p| !p.is_empty()) else {
         return Ok(run);
     };
-    let trail = match trail_of_file(Path::new(path), host_kind(host), budget) {
+    let built = match &kept {
+        Some(lines) => trail_of_kept(lines, host_kind(host), budget),
+        None => trail_of_file(Path::new(path), host_kind(host), budget),
+    };
+    drop(kept);
+    let trail = match built {
         Ok(t) => t,
         Err(e) => {
             run.output

@@ -515,6 +515,18 @@ impl Engine {
             if hit_start < cov {
                 continue;
             }
+            if let Some(b) = rule.requires {
+                // Every match of the rule holds `b` and starts on the hit's
+                // line or later: without `b` there, no scan of this rule
+                // from here on can match (nothing compiled, nothing scanned).
+                let ls = memchr::memrchr(b'\n', &hay[..hit_start]).map_or(0, |i| i + 1);
+                if memchr::memchr(b, &hay[ls..]).is_none() {
+                    if let Some(c) = scan.covered.get_mut(ri) {
+                        *c = hay.len();
+                    }
+                    continue;
+                }
+            }
             let next = if rule.shape().anchored {
                 self.scan_anchored(rule, ri, hay, markers, hit_start, &mut scan.found)
             } else {
@@ -1312,6 +1324,41 @@ mod tests {
             s.rules.len()
         );
         assert!(builtin(&s));
+    }
+
+    /// A URL without `@` compiles neither URL-password rule (every match
+    /// of theirs holds `@`); with credentials in it, the rule still finds
+    /// them.
+    #[test]
+    fn a_rule_whose_required_byte_is_absent_is_not_compiled() {
+        let s = crate::Scrubber::build_builtin().expect("loads");
+        let known = |s: &crate::Scrubber, id: &str| {
+            s.rules
+                .iter()
+                .find(|r| r.id == id)
+                .is_some_and(|r| r.shape_known())
+        };
+        let text = "fetched https://example.com/last and https://docs.rs/regex/1.0.0\nthen ftp://mirror.example.net/pub";
+        assert!(s.find(text).is_empty());
+        for id in ["url-credentials", "database-url-password"] {
+            assert!(!known(&s, id), "{id} compiled for a text without @");
+        }
+        let found =
+            s.find("https://deploy:Zq8vN2mK7pL4rT9wX3yB@git.internal.example.net/org/repo.git");
+        assert!(
+            found.iter().any(|f| f.rule == "url-credentials"),
+            "{found:?}"
+        );
+        assert!(known(&s, "url-credentials"));
+        // `@` on a later line still lets a hit's scan run (the rule may
+        // span lines only as its pattern allows; the check is on the rest
+        // of the text).
+        let s = crate::Scrubber::build_builtin().expect("loads");
+        let found = s.find("see https://example.com\nsqlserver://sa:Qw3rtyUi0pAsDfGh@db:1433");
+        assert!(
+            found.iter().any(|f| f.rule == "database-url-password"),
+            "{found:?}"
+        );
     }
 
     /// The marker pattern compiles, and finds the markers our replacement

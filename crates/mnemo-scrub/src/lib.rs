@@ -28,6 +28,9 @@
 mod engine;
 mod file_format;
 mod kwtable;
+// used by build.rs (through `#[path]`) and checked by the tests
+#[cfg(test)]
+mod required;
 mod rules;
 mod stream;
 

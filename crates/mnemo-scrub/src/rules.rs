@@ -57,6 +57,8 @@ pub(crate) struct Spec<'a> {
     pub(crate) pantheon_replacement: Option<&'a str>,
     pub(crate) examples: &'a [&'a str],
     pub(crate) counter_examples: &'a [&'a str],
+    /// `required_byte` (src/required.rs, run by build.rs) of the pattern.
+    pub(crate) requires: Option<u8>,
 }
 
 /// `rules/default.toml`, parsed by `build.rs`.
@@ -121,6 +123,7 @@ pub(crate) fn compile_builtin_where(keep: impl Fn(usize) -> bool) -> Result<Comp
             pantheon_replacement: s.pantheon_replacement.map(str::to_string),
             examples: owned(s.examples),
             counter_examples: owned(s.counter_examples),
+            requires: s.requires,
         });
     }
     Ok(Compiled {
@@ -187,6 +190,9 @@ pub struct Rule {
     pub(crate) pantheon_replacement: Option<String>,
     pub(crate) examples: Vec<String>,
     pub(crate) counter_examples: Vec<String>,
+    /// A byte every match holds (src/required.rs, run by build.rs;
+    /// built-in rules only, `None` for a user's).
+    pub(crate) requires: Option<u8>,
 }
 
 impl Rule {
@@ -646,6 +652,7 @@ fn compile_file(file: RuleFile, eager: bool) -> Result<Compiled, RuleError> {
             pantheon_replacement: spec.pantheon_replacement,
             examples: spec.examples,
             counter_examples: spec.counter_examples,
+            requires: None,
         });
     }
     if eager {
@@ -781,6 +788,60 @@ fn can_match_newline(hir: &regex_syntax::hir::Hir) -> bool {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
+    /// build.rs gave every built-in rule the byte `required_byte` finds in
+    /// its pattern (parsed as the runtime parses it), and that byte is in
+    /// every example of the rule.
+    #[test]
+    fn built_in_required_bytes_are_the_patterns() {
+        let mut with = 0;
+        for s in super::builtin::RULES {
+            let hir = super::parse_pattern(s.pattern, false).unwrap_or_else(|e| panic!("{e}"));
+            let kw: Vec<String> = s.keywords.iter().map(|k| k.to_string()).collect();
+            assert_eq!(
+                s.requires,
+                crate::required::required_byte(&hir, &kw),
+                "{}",
+                s.id
+            );
+            if let Some(b) = s.requires {
+                with += 1;
+                for e in s.examples.iter().filter(|e| !e.contains("{{")) {
+                    assert!(e.as_bytes().contains(&b), "{}: {e}", s.id);
+                }
+            }
+        }
+        assert!(with >= 20, "{with}");
+        let by_id = |id: &str| super::builtin::RULES.iter().find(|s| s.id == id);
+        assert_eq!(
+            by_id("url-credentials").and_then(|s| s.requires),
+            Some(b'@')
+        );
+        assert_eq!(
+            by_id("database-url-password").and_then(|s| s.requires),
+            Some(b'@')
+        );
+    }
+
+    #[test]
+    fn a_required_byte_is_a_literal_every_match_holds() {
+        let req = |p: &str, kw: &[&str]| {
+            let hir = super::parse_pattern(p, false).unwrap_or_else(|e| panic!("{e}"));
+            let kw: Vec<String> = kw.iter().map(|k| k.to_string()).collect();
+            crate::required::required_byte(&hir, &kw)
+        };
+        assert_eq!(req("a@b", &[]), Some(b'@'));
+        assert_eq!(req("x://[a-z]+:([^@]+)@h", &["://"]), Some(b'@'));
+        assert_eq!(req("a(@)b", &[]), Some(b'@'));
+        // not in every match: alternation, repetition, optional group
+        assert_eq!(req("(?:x|@)y", &[]), None);
+        assert_eq!(req("a@?b", &[]), None);
+        assert_eq!(req("a(?:@b)?c", &[]), None);
+        assert_eq!(req("(?:a@b|c@d)", &[]), None);
+        // letters, digits and the keyword's own bytes are not chosen
+        assert_eq!(req("abc123", &[]), None);
+        assert_eq!(req("key=([a-z]+)", &["key="]), None);
+        assert_eq!(req("(?i)key=([a-z]+);", &["key="]), Some(b';'));
+    }
 
     /// The statics `build.rs` wrote are the rule file: every rule, field by
     /// field, and both allow-lists, as the runtime loader reads the TOML.
@@ -817,7 +878,14 @@ mod tests {
             assert_eq!(a.examples, b.examples, "{}", a.id);
             assert_eq!(a.counter_examples, b.counter_examples, "{}", a.id);
             // and every other field (the lazy regex, the unparsed shape)
-            assert_eq!(format!("{a:?}"), format!("{b:?}"));
+            // but `requires`, which only build.rs computes
+            assert!(a.requires.is_none() || b.requires.is_none(), "{}", a.id);
+            let cut = |r: &Rule| {
+                let d = format!("{r:?}");
+                d.find(", requires: ")
+                    .map_or(d.clone(), |i| d[..i].to_string())
+            };
+            assert_eq!(cut(a), cut(b));
         }
         assert_eq!(
             format!("{:?}", (&from_toml.templates, &from_toml.placeholders)),

@@ -274,6 +274,15 @@ impl Extractor {
         }
     }
 
+    /// Reads one line already parsed ([`parse::parse_line`] of the line,
+    /// trimmed or not): the same as [`Extractor::push_bytes`] of that line
+    /// (the caller that parses once for another reader, and gives a line
+    /// that did not parse to `push_bytes`).
+    pub fn push_parsed_line(&mut self, l: &parse::Line<'_>) {
+        self.lines += 1;
+        self.push_parsed(l);
+    }
+
     fn push_parsed(&mut self, l: &parse::Line<'_>) {
         if self.host.is_none() {
             self.host = l.host();

@@ -167,6 +167,10 @@ enum ResultContent<'a> {
         exit: Option<i64>,
         first_line: String,
     },
+    /// A string borrowed from the line, summarised when its events are
+    /// read (a parse whose events are never read, or read later, does not
+    /// pay for it).
+    Text(&'a str),
     Blocks(Vec<Block<'a>>),
 }
 
@@ -181,7 +185,10 @@ impl ResultContent<'_> {
 
 impl<'de> Lenient<'de> for ResultContent<'de> {
     fn string(s: Cow<'de, str>) -> Self {
-        ResultContent::summary(&s)
+        match s {
+            Cow::Borrowed(t) => ResultContent::Text(t),
+            Cow::Owned(t) => ResultContent::summary(&t),
+        }
     }
     fn transient(s: &str) -> Self {
         ResultContent::summary(s)
@@ -195,7 +202,7 @@ impl<'de> Lenient<'de> for ResultContent<'de> {
 /// A content block: Claude Code's `text` / `tool_use` / `tool_result`, a
 /// Codex message's `input_text` / `output_text` (only `text` is read).
 #[derive(Debug, Default)]
-struct Block<'a> {
+pub struct Block<'a> {
     kind: Scalar<'a>,
     text: Scalar<'a>,
     id: Scalar<'a>,
@@ -231,6 +238,8 @@ struct Input<'a> {
     notebook_path: Scalar<'a>,
     path: Scalar<'a>,
     file_path_camel: Scalar<'a>,
+    /// A web fetch's URL (read for the Guardian's view, [`ClaudeBlock`]).
+    url: Scalar<'a>,
 }
 
 impl<'de> Record<'de> for Input<'de> {
@@ -241,6 +250,7 @@ impl<'de> Record<'de> for Input<'de> {
             "notebook_path" => self.notebook_path = map.next_value()?,
             "path" => self.path = map.next_value()?,
             "filePath" => self.file_path_camel = map.next_value()?,
+            "url" => self.url = map.next_value()?,
             _ => skip(map)?,
         }
         Ok(())
@@ -512,6 +522,9 @@ pub struct Line<'a> {
     has_info: bool,
     parts: List<Part<'a>>,
     has_parts: bool,
+    /// Claude Code `uuid` and `promptId` (the Guardian's view, [`Line::claude_view`]).
+    uuid: Scalar<'a>,
+    prompt_id: Scalar<'a>,
 }
 
 impl<'de> Record<'de> for Line<'de> {
@@ -536,6 +549,8 @@ impl<'de> Record<'de> for Line<'de> {
                 self.has_parts = true;
                 self.parts = map.next_value()?;
             }
+            "uuid" => self.uuid = map.next_value()?,
+            "promptId" => self.prompt_id = map.next_value()?,
             _ => self.item.field(key, map)?,
         }
         Ok(())
@@ -580,6 +595,86 @@ impl Line<'_> {
     }
 }
 
+/// A Claude Code line's `message.content`, as the Guardian's adapter
+/// reads it ([`Line::claude_content`]).
+#[derive(Debug, Clone, Copy)]
+pub enum ClaudeContent<'l> {
+    /// Missing, or neither a string nor an array.
+    None,
+    /// A string.
+    Text(&'l str),
+    /// An array of blocks (an element that is not an object is a block
+    /// with no member).
+    Blocks(&'l [Block<'l>]),
+}
+
+/// The members of a line the Guardian's Claude Code adapter (mnemo-hooks)
+/// reads, from the same parse as the trail's events, so that a hook reads
+/// and parses each line once for both. Each reads as a
+/// `serde_json::Value` `get` / `as_str` / `as_bool` chain does: a member
+/// of another shape is missing.
+impl<'a> Line<'a> {
+    /// `type`.
+    pub fn kind(&self) -> Option<&str> {
+        self.item.kind.as_str()
+    }
+    /// `subtype`.
+    pub fn subtype(&self) -> Option<&str> {
+        self.subtype.as_str()
+    }
+    /// `uuid`.
+    pub fn uuid(&self) -> Option<&str> {
+        self.uuid.as_str()
+    }
+    /// `promptId`.
+    pub fn prompt_id(&self) -> Option<&str> {
+        self.prompt_id.as_str()
+    }
+    /// `isMeta`.
+    pub fn is_meta(&self) -> Option<bool> {
+        self.is_meta.as_bool()
+    }
+    /// `isCompactSummary`.
+    pub fn is_compact_summary(&self) -> Option<bool> {
+        self.is_compact_summary.as_bool()
+    }
+    /// `message.content`.
+    pub fn claude_content(&self) -> ClaudeContent<'_> {
+        match &self.message.content {
+            Content::None => ClaudeContent::None,
+            Content::Text(t) => ClaudeContent::Text(t),
+            Content::Blocks(b) => ClaudeContent::Blocks(b),
+        }
+    }
+}
+
+impl Block<'_> {
+    /// `type`.
+    pub fn kind(&self) -> Option<&str> {
+        self.kind.as_str()
+    }
+    /// `id`.
+    pub fn id(&self) -> Option<&str> {
+        self.id.as_str()
+    }
+    /// `name`.
+    pub fn name(&self) -> Option<&str> {
+        self.name.as_str()
+    }
+    /// `tool_use_id`.
+    pub fn tool_use_id(&self) -> Option<&str> {
+        self.tool_use_id.as_str()
+    }
+    /// `text`.
+    pub fn text(&self) -> Option<&str> {
+        self.text.as_str()
+    }
+    /// `input.url`.
+    pub fn input_url(&self) -> Option<&str> {
+        self.input.url.as_str()
+    }
+}
+
 /// Text that the host wrote into a user line, not the user.
 fn host_text(t: &str) -> bool {
     let t = t.trim_start();
@@ -601,6 +696,7 @@ fn host_text(t: &str) -> bool {
 fn result_of(c: &ResultContent<'_>) -> (Option<i64>, String) {
     match c {
         ResultContent::Summary { exit, first_line } => (*exit, first_line.clone()),
+        ResultContent::Text(t) => (exit_in_text(t), first_meaningful_line(t)),
         ResultContent::Blocks(items) => {
             let mut out = String::new();
             for t in items.iter().filter_map(|b| b.text.as_str()) {
