@@ -4,8 +4,8 @@
 //!   headings, Budget and Cross-References), with dense entries: an
 //!   expanded entry is one head line (`**Agent** title · fields · files`)
 //!   and its §4 lines under it, one a line without list markers, only the
-//!   gotcha labelled; the STANDARD
-//!   table has `| Agent | Summary |`, the gate's date is stated once and a
+//!   gotcha labelled; a STANDARD entry is one line `Agent: text` (seed
+//!   §4's one-line form), the gate's date is stated once and a
 //!   status only when it is not `complete`. The Budget states the o200k
 //!   tokens of the entries' input and of the Priority Entries written.
 //! * [`completed_entry`]: an entry of `## Completed Phases` in
@@ -385,7 +385,7 @@ fn plain_line(l: &str) -> String {
 ///
 /// (a blank line before it; empty lines are left out; one line a line, as
 /// the seed's own entries are written, without list markers). A STANDARD entry is
-/// its table row `| Agent | Summary |`.
+/// one line `Agent: sentence — files` (LOW: `Agent: files`).
 pub fn render_entry(e: &EntryView, zz_date: &str) -> String {
     let mut o = String::new();
     let bits = field_bits(e, zz_date);
@@ -427,19 +427,27 @@ pub fn render_entry(e: &EntryView, zz_date: &str) -> String {
                 text = format!("{text} — {files}");
             }
             c.push(text);
-            let _ = writeln!(o, "| {} | {} |", cell(&e.agent), cell(&c.join(" · ")));
+            o.push_str(&standard_line(&e.agent, &c.join(" · ")));
         }
         Body::Aggressive { .. } => {
             // A LOW entry is its file names (seed §4), whatever the mask.
             let mut c = bits;
             c.push(e.summary.cell());
-            let _ = writeln!(o, "| {} | {} |", cell(&e.agent), cell(&c.join(" · ")));
+            o.push_str(&standard_line(&e.agent, &c.join(" · ")));
         }
     }
     o
 }
 
-/// The STANDARD table's rows, one an entry in order, except that an
+/// One line of the STANDARD section: `Agent: text` (seed §4's one-line
+/// templates `[agent] — <sentence> — <files>` / `[agent] — <files>`, in
+/// their cheapest readable spelling; see [`render_zz`]), on one line.
+fn standard_line(agent: &str, text: &str) -> String {
+    let one = |s: &str| s.split(['\n', '\r']).collect::<Vec<_>>().join(" ");
+    plain_line(&format!("{}: {}\n", one(agent), one(text)))
+}
+
+/// The STANDARD section's lines, one an entry in order, except that an
 /// agent's LOW entries (half a line each, seed §4) share one row at the
 /// first one's place: their file names joined by `; `, when their other
 /// fields (date, status) are the same.
@@ -466,7 +474,7 @@ fn standard_rows(standard: &[&EntryView], date: &str) -> String {
         match key {
             Some((agent, mut bits)) => {
                 bits.push(text);
-                let _ = writeln!(o, "| {} | {} |", cell(&agent), cell(&bits.join(" · ")));
+                o.push_str(&standard_line(&agent, &bits.join(" · ")));
             }
             None => o.push_str(&text),
         }
@@ -511,12 +519,12 @@ pub fn render_zz(
         }
     }
     if !standard.is_empty() {
-        // GFM needs a header and a delimiter row; `|-|-|` is the shortest
-        // delimiter (12 o200k tokens fewer on the tuning half than padded
-        // dashes), and a table may follow its heading directly.
+        // The seed writes these entries two ways: §4's templates are lines
+        // (`[agent] — <sentence> — <files>`, `[agent] — <files>`), §8's
+        // example a table. mnemo follows §4, spelt `Agent: text`, one line
+        // an entry: no table header, delimiter row or pipes (59 o200k
+        // tokens fewer on the tuning half of bench/quality, 61 on held-out).
         pe.push_str("\n### STANDARD (1-line)\n");
-        pe.push_str("| Agent | Summary |\n");
-        pe.push_str("|-|-|\n");
         pe.push_str(&standard_rows(&standard, date));
     }
     let tokens_in: usize = entries.iter().map(|e| e.tokens.input).sum();
@@ -918,10 +926,10 @@ mod tests {
         let rows = standard_rows(&[&a, &medium, &b, &c, &partial], "2026-10-19");
         assert_eq!(
             rows,
-            "| Hermes | a.md, b.md +1; c.md |\n\
-             | Hermes | GET /a returns 200 — a.py |\n\
-             | Demeter | x.sql |\n\
-             | Hermes | ⚠️ partial · d.md |\n"
+            "Hermes: a.md, b.md +1; c.md\n\
+             Hermes: GET /a returns 200 — a.py\n\
+             Demeter: x.sql\n\
+             Hermes: ⚠️ partial · d.md\n"
         );
     }
 
