@@ -506,16 +506,29 @@ pub fn render_zz(
         .filter(|e| matches!(e.summary.body, Body::High { .. }))
         .collect();
     let standard: Vec<&EntryView> = entries.iter().filter(|e| !is_expanded(e)).collect();
+    // A file that this artifact's Cross-References table names (its File
+    // column) is not listed again in an expanded entry's head line: every
+    // file name the head would show still appears once in the ZZ.
+    let in_xrefs = |f: &str| xrefs.iter().any(|(_, r)| r.location.trim() == f.trim());
+    let expanded = |e: &EntryView| -> String {
+        if e.summary.files.iter().any(|f| in_xrefs(f)) {
+            let mut v = e.clone();
+            v.summary.files.retain(|f| !in_xrefs(f));
+            render_entry(&v, date)
+        } else {
+            render_entry(e, date)
+        }
+    };
     if !critical.is_empty() {
         pe.push_str("\n### CRITICAL (expanded)\n");
         for e in critical {
-            pe.push_str(&render_entry(e, date));
+            pe.push_str(&expanded(e));
         }
     }
     if !high.is_empty() {
         pe.push_str("\n### HIGH (2-line)\n");
         for e in high {
-            pe.push_str(&render_entry(e, date));
+            pe.push_str(&expanded(e));
         }
     }
     if !standard.is_empty() {
@@ -840,6 +853,61 @@ mod tests {
             },
             tokens: EntryTokens::default(),
         }
+    }
+
+    #[test]
+    fn a_head_line_leaves_out_a_file_the_cross_references_name() {
+        use crate::budget::HalfLines;
+        let e = EntryView {
+            band: Band::High,
+            mode: Mode::Expanded,
+            summary: Summary {
+                title: "x".to_string(),
+                body: Body::High {
+                    what: "GET /a returns 200.".to_string(),
+                    to_next: "Call it.".to_string(),
+                },
+                files: vec!["api/routes.py".to_string(), "api/db.py".to_string()],
+            },
+            ..test_view("Hermes", None)
+        };
+        let alloc = PhaseAllocation {
+            phase: "1".to_string(),
+            base: HalfLines(10),
+            carry_in: HalfLines(0),
+            allocated: HalfLines(10),
+            used: HalfLines(4),
+            carried: HalfLines(0),
+            entries: Vec::new(),
+            flags: Vec::new(),
+        };
+        let header = ZzHeader {
+            phase: "1",
+            next_phase: None,
+            from: &["hermes".to_string()],
+            to: &["aphrodite".to_string()],
+        };
+        let r = NewRef {
+            prefix: crate::xref::Prefix::E,
+            kind: "endpoint".to_string(),
+            name: "GET /a".to_string(),
+            location: "api/routes.py".to_string(),
+            phase: "1".to_string(),
+            agent: "Hermes".to_string(),
+        };
+        let id = RefId {
+            prefix: crate::xref::Prefix::E,
+            n: 1,
+        };
+        let without = render_zz(&header, &alloc, std::slice::from_ref(&e), &[]);
+        assert!(
+            without.contains("\n**Hermes** routes.py, db.py\n"),
+            "{without}"
+        );
+        let with = render_zz(&header, &alloc, std::slice::from_ref(&e), &[(id, r)]);
+        // The head names only db.py; routes.py is in the table, once.
+        assert!(with.contains("\n**Hermes** db.py\n"), "{with}");
+        assert_eq!(with.matches("routes.py").count(), 1, "{with}");
     }
 
     #[test]
