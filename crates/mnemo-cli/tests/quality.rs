@@ -110,16 +110,16 @@ fn blocks(pe: &str) -> Vec<Block> {
             if let Some(b) = out.last_mut() {
                 b.lines.push(line.to_string());
             }
-        } else if line.starts_with("| ") && !line.starts_with("| Agent |") {
-            let cells: Vec<&str> = line.split(" | ").collect();
-            if cells.len() >= 2 {
-                out.push(Block {
-                    agent: cells[0].trim_start_matches('|').trim().to_string(),
-                    section: section.clone(),
-                    head: None,
-                    lines: vec![line.to_string()],
-                });
-            }
+        } else if section == "STANDARD"
+            && let Some((agent, _)) = line.split_once(": ")
+        {
+            // `Agent: sentence — files` (seed §4's one-line form).
+            out.push(Block {
+                agent: agent.trim().to_string(),
+                section: section.clone(),
+                head: None,
+                lines: vec![line.to_string()],
+            });
         }
     }
     out
@@ -174,6 +174,9 @@ struct Figures {
     text_tokens: usize,
     out_chars: usize,
     out_tokens: usize,
+    /// The whole ZZ artifact (frame, Budget, Cross-References too), so that
+    /// nothing is seen to be merely moved out of `## Priority Entries`.
+    zz_tokens: usize,
     max_critical_lines: usize,
     max_high_lines: usize,
     defects: Vec<String>,
@@ -187,7 +190,7 @@ fn ratio((a, b): (usize, usize)) -> f64 {
 impl Figures {
     fn line(&self, name: &str) -> String {
         format!(
-            "{name:<22} C/H facts {}/{} = {:.3} · contract {}/{} = {:.3} · all facts {}/{} = {:.3} · size {:.2}× chars, {:.2}× tokens of text+files ({:.2}× tokens of text alone; {} → {} tokens, {} → {} chars) · max lines C {} H {} · defects {} · {} summaries, {} C/H entries",
+            "{name:<22} C/H facts {}/{} = {:.3} · contract {}/{} = {:.3} · all facts {}/{} = {:.3} · size {:.2}× chars, {:.2}× tokens of text+files ({:.2}× tokens of text alone; {} → {} tokens, {} → {} chars; whole ZZ {} tokens) · max lines C {} H {} · defects {} · {} summaries, {} C/H entries",
             self.ch_facts.0,
             self.ch_facts.1,
             ratio(self.ch_facts),
@@ -204,6 +207,7 @@ impl Figures {
             self.out_tokens,
             self.in_chars,
             self.out_chars,
+            self.zz_tokens,
             self.max_critical_lines,
             self.max_high_lines,
             self.defects.len(),
@@ -331,6 +335,7 @@ fn run_half(half: &str) -> (Figures, Figures) {
         let pe = priority_entries(&zz);
         fig.out_chars += pe.chars().count();
         fig.out_tokens += tokens(&pe);
+        fig.zz_tokens += tokens(&zz);
         let bl = blocks(&pe);
         for (s, path) in summaries.iter().zip(&files) {
             let src = source(path);
@@ -483,12 +488,12 @@ fn every_planted_fact_is_in_its_summary() {
 
 /// Committed floors (both halves): (C/H facts, contract facts, max size in
 /// tokens of text+files, max defects). Just above what both halves reach
-/// (2026-12-03: held-out 0.672× tokens, tuning 0.665×), so that a
-/// regression fails.
-const FLOORS: (f64, f64, f64, usize) = (0.95, 0.95, 0.675, 2);
+/// (2026-12-03, STANDARD entries as lines: held-out 0.645× tokens, tuning
+/// 0.633×), so that a regression fails.
+const FLOORS: (f64, f64, f64, usize) = (0.95, 0.95, 0.65, 2);
 /// Committed ceiling of the size in characters of text+files (held-out
-/// 0.650×, tuning 0.622×).
-const MAX_CHARS_RATIO: f64 = 0.66;
+/// 0.623×, tuning 0.588×).
+const MAX_CHARS_RATIO: f64 = 0.63;
 
 #[test]
 fn both_halves_stay_above_the_committed_thresholds() {

@@ -4,8 +4,8 @@
 //!   headings, Budget and Cross-References), with dense entries: an
 //!   expanded entry is one head line (`**Agent** title · fields · files`)
 //!   and its §4 lines under it, one a line without list markers, only the
-//!   gotcha labelled; the STANDARD
-//!   table has `| Agent | Summary |`, the gate's date is stated once and a
+//!   gotcha labelled; a STANDARD entry is one line `Agent: text` (seed
+//!   §4's one-line form), the gate's date is stated once and a
 //!   status only when it is not `complete`. The Budget states the o200k
 //!   tokens of the entries' input and of the Priority Entries written.
 //! * [`completed_entry`]: an entry of `## Completed Phases` in
@@ -385,7 +385,7 @@ fn plain_line(l: &str) -> String {
 ///
 /// (a blank line before it; empty lines are left out; one line a line, as
 /// the seed's own entries are written, without list markers). A STANDARD entry is
-/// its table row `| Agent | Summary |`.
+/// one line `Agent: sentence — files` (LOW: `Agent: files`).
 pub fn render_entry(e: &EntryView, zz_date: &str) -> String {
     let mut o = String::new();
     let bits = field_bits(e, zz_date);
@@ -427,19 +427,27 @@ pub fn render_entry(e: &EntryView, zz_date: &str) -> String {
                 text = format!("{text} — {files}");
             }
             c.push(text);
-            let _ = writeln!(o, "| {} | {} |", cell(&e.agent), cell(&c.join(" · ")));
+            o.push_str(&standard_line(&e.agent, &c.join(" · ")));
         }
         Body::Aggressive { .. } => {
             // A LOW entry is its file names (seed §4), whatever the mask.
             let mut c = bits;
             c.push(e.summary.cell());
-            let _ = writeln!(o, "| {} | {} |", cell(&e.agent), cell(&c.join(" · ")));
+            o.push_str(&standard_line(&e.agent, &c.join(" · ")));
         }
     }
     o
 }
 
-/// The STANDARD table's rows, one an entry in order, except that an
+/// One line of the STANDARD section: `Agent: text` (seed §4's one-line
+/// templates `[agent] — <sentence> — <files>` / `[agent] — <files>`, in
+/// their cheapest readable spelling; see [`render_zz`]), on one line.
+fn standard_line(agent: &str, text: &str) -> String {
+    let one = |s: &str| s.split(['\n', '\r']).collect::<Vec<_>>().join(" ");
+    plain_line(&format!("{}: {}\n", one(agent), one(text)))
+}
+
+/// The STANDARD section's lines, one an entry in order, except that an
 /// agent's LOW entries (half a line each, seed §4) share one row at the
 /// first one's place: their file names joined by `; `, when their other
 /// fields (date, status) are the same.
@@ -466,7 +474,7 @@ fn standard_rows(standard: &[&EntryView], date: &str) -> String {
         match key {
             Some((agent, mut bits)) => {
                 bits.push(text);
-                let _ = writeln!(o, "| {} | {} |", cell(&agent), cell(&bits.join(" · ")));
+                o.push_str(&standard_line(&agent, &bits.join(" · ")));
             }
             None => o.push_str(&text),
         }
@@ -498,25 +506,38 @@ pub fn render_zz(
         .filter(|e| matches!(e.summary.body, Body::High { .. }))
         .collect();
     let standard: Vec<&EntryView> = entries.iter().filter(|e| !is_expanded(e)).collect();
+    // A file that this artifact's Cross-References table names (its File
+    // column) is not listed again in an expanded entry's head line: every
+    // file name the head would show still appears once in the ZZ.
+    let in_xrefs = |f: &str| xrefs.iter().any(|(_, r)| r.location.trim() == f.trim());
+    let expanded = |e: &EntryView| -> String {
+        if e.summary.files.iter().any(|f| in_xrefs(f)) {
+            let mut v = e.clone();
+            v.summary.files.retain(|f| !in_xrefs(f));
+            render_entry(&v, date)
+        } else {
+            render_entry(e, date)
+        }
+    };
     if !critical.is_empty() {
         pe.push_str("\n### CRITICAL (expanded)\n");
         for e in critical {
-            pe.push_str(&render_entry(e, date));
+            pe.push_str(&expanded(e));
         }
     }
     if !high.is_empty() {
         pe.push_str("\n### HIGH (2-line)\n");
         for e in high {
-            pe.push_str(&render_entry(e, date));
+            pe.push_str(&expanded(e));
         }
     }
     if !standard.is_empty() {
-        // GFM needs a header and a delimiter row; `|-|-|` is the shortest
-        // delimiter (12 o200k tokens fewer on the tuning half than padded
-        // dashes), and a table may follow its heading directly.
+        // The seed writes these entries two ways: §4's templates are lines
+        // (`[agent] — <sentence> — <files>`, `[agent] — <files>`), §8's
+        // example a table. mnemo follows §4, spelt `Agent: text`, one line
+        // an entry: no table header, delimiter row or pipes (59 o200k
+        // tokens fewer on the tuning half of bench/quality, 61 on held-out).
         pe.push_str("\n### STANDARD (1-line)\n");
-        pe.push_str("| Agent | Summary |\n");
-        pe.push_str("|-|-|\n");
         pe.push_str(&standard_rows(&standard, date));
     }
     let tokens_in: usize = entries.iter().map(|e| e.tokens.input).sum();
@@ -835,6 +856,61 @@ mod tests {
     }
 
     #[test]
+    fn a_head_line_leaves_out_a_file_the_cross_references_name() {
+        use crate::budget::HalfLines;
+        let e = EntryView {
+            band: Band::High,
+            mode: Mode::Expanded,
+            summary: Summary {
+                title: "x".to_string(),
+                body: Body::High {
+                    what: "GET /a returns 200.".to_string(),
+                    to_next: "Call it.".to_string(),
+                },
+                files: vec!["api/routes.py".to_string(), "api/db.py".to_string()],
+            },
+            ..test_view("Hermes", None)
+        };
+        let alloc = PhaseAllocation {
+            phase: "1".to_string(),
+            base: HalfLines(10),
+            carry_in: HalfLines(0),
+            allocated: HalfLines(10),
+            used: HalfLines(4),
+            carried: HalfLines(0),
+            entries: Vec::new(),
+            flags: Vec::new(),
+        };
+        let header = ZzHeader {
+            phase: "1",
+            next_phase: None,
+            from: &["hermes".to_string()],
+            to: &["aphrodite".to_string()],
+        };
+        let r = NewRef {
+            prefix: crate::xref::Prefix::E,
+            kind: "endpoint".to_string(),
+            name: "GET /a".to_string(),
+            location: "api/routes.py".to_string(),
+            phase: "1".to_string(),
+            agent: "Hermes".to_string(),
+        };
+        let id = RefId {
+            prefix: crate::xref::Prefix::E,
+            n: 1,
+        };
+        let without = render_zz(&header, &alloc, std::slice::from_ref(&e), &[]);
+        assert!(
+            without.contains("\n**Hermes** routes.py, db.py\n"),
+            "{without}"
+        );
+        let with = render_zz(&header, &alloc, std::slice::from_ref(&e), &[(id, r)]);
+        // The head names only db.py; routes.py is in the table, once.
+        assert!(with.contains("\n**Hermes** db.py\n"), "{with}");
+        assert_eq!(with.matches("routes.py").count(), 1, "{with}");
+    }
+
+    #[test]
     fn a_head_line_is_the_bold_agent_then_its_parts() {
         let view = |title: &str, files: &[&str], status: Option<&str>| EntryView {
             score: 6000,
@@ -918,10 +994,10 @@ mod tests {
         let rows = standard_rows(&[&a, &medium, &b, &c, &partial], "2026-10-19");
         assert_eq!(
             rows,
-            "| Hermes | a.md, b.md +1; c.md |\n\
-             | Hermes | GET /a returns 200 — a.py |\n\
-             | Demeter | x.sql |\n\
-             | Hermes | ⚠️ partial · d.md |\n"
+            "Hermes: a.md, b.md +1; c.md\n\
+             Hermes: GET /a returns 200 — a.py\n\
+             Demeter: x.sql\n\
+             Hermes: ⚠️ partial · d.md\n"
         );
     }
 

@@ -152,7 +152,7 @@ fn phase_gate_end_to_end() {
         &views,
         &xrefs,
     );
-    assert!(zz.contains("\n**Demeter** "), "{zz}");
+    assert!(zz.contains("\n**Demeter**"), "{zz}");
     // The Budget states the tokens given and written; each entry has its own.
     let tin: usize = out.entries.iter().map(|e| e.view.tokens.input).sum();
     assert!(tin > 0 && out.entries.iter().all(|e| e.view.tokens.output > 0));
@@ -285,12 +285,12 @@ fn a_low_entry_shows_no_file_the_receivers_mask_hides() {
     let archive = zz(&input);
     assert!(!archive.contains("README.md"), "{archive}");
     assert!(
-        archive.contains("| Prometheus | Fixed a typo in the README and two spelling mistakes |"),
+        archive.contains("\nPrometheus: Fixed a typo in the README and two spelling mistakes\n"),
         "{archive}"
     );
     let dev = zz(&PhaseInput {
         to: Some("hermes"),
         ..input
     });
-    assert!(dev.contains("| Prometheus | README.md |"), "{dev}");
+    assert!(dev.contains("\nPrometheus: README.md\n"), "{dev}");
 }

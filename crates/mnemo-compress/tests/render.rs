@@ -313,9 +313,19 @@ fn zz_format_matches_the_spec_example_structure() {
     let pe =
         &ours[ours.find("## Priority Entries").unwrap()..ours.find("## Cross-References").unwrap()];
     assert!(!pe.lines().any(|l| l.starts_with("- ")), "{pe}");
-    // The STANDARD table stays a GFM table under its labelled heading,
-    // with the shortest delimiter row.
-    assert!(ours.contains("### STANDARD (1-line)\n| Agent | Summary |\n|-|-|\n"));
+    // STANDARD entries are seed §4's one-line form under §8's labelled
+    // heading: `Agent: text`, one line each, no table (the seed's §8
+    // example is a table; §4's templates are lines).
+    let std = &pe[pe.find("### STANDARD (1-line)\n").unwrap()..];
+    let rows: Vec<&str> = std.lines().skip(1).filter(|l| !l.is_empty()).collect();
+    assert!(!rows.is_empty(), "{pe}");
+    for r in &rows {
+        assert!(!r.starts_with('|') && r.contains(": "), "{r}");
+    }
+    assert!(
+        !pe.contains("| Agent | Summary |") && !pe.contains("|-|-|"),
+        "{pe}"
+    );
     assert!(ours.contains("| ID | Type | Name | File |\n|----|------|------|------|\n"));
 }
 
