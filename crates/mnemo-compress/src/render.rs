@@ -509,7 +509,9 @@ pub fn render_zz(
     // A file that this artifact's Cross-References table names (its File
     // column) is not listed again in an expanded entry's head line: every
     // file name the head would show still appears once in the ZZ.
-    let in_xrefs = |f: &str| xrefs.iter().any(|(_, r)| r.location.trim() == f.trim());
+    let xref_files: std::collections::HashSet<&str> =
+        xrefs.iter().map(|(_, r)| r.location.trim()).collect();
+    let in_xrefs = |f: &str| xref_files.contains(f.trim());
     let expanded = |e: &EntryView| -> String {
         if e.summary.files.iter().any(|f| in_xrefs(f)) {
             let mut v = e.clone();
