@@ -22,6 +22,9 @@ mod trail_cmd;
 
 use std::io::Write;
 use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
 
 /// The C library's allocator for one-shot commands, mimalloc for the
 /// servers (`guard http`, `guard stdio`: decided before `main` from the
@@ -31,9 +34,6 @@ use std::path::PathBuf;
 /// exit purge). See mnemo-alloc and bench/guardian/README.md.
 #[global_allocator]
 static ALLOCATOR: mnemo_alloc::Switch = mnemo_alloc::Switch;
-use std::process::ExitCode;
-
-use clap::{Parser, Subcommand};
 
 /// mnemo keeps the working memory of multi-agent coding workflows small,
 /// prioritised, secret-free and provenance-safe.
