@@ -902,10 +902,7 @@ mod tests {
             n: 1,
         };
         let without = render_zz(&header, &alloc, std::slice::from_ref(&e), &[]);
-        assert!(
-            without.contains("\n**Hermes** routes.py, db.py\n"),
-            "{without}"
-        );
+        assert!(without.contains("\n**Hermes** routes.py +1\n"), "{without}");
         let with = render_zz(&header, &alloc, std::slice::from_ref(&e), &[(id, r)]);
         // The head names only db.py; routes.py is in the table, once.
         assert!(with.contains("\n**Hermes** db.py\n"), "{with}");
@@ -934,7 +931,7 @@ mod tests {
                 &view("x", &["api/a.py", "api/b.py", "c.py"], None),
                 "2026-10-19"
             ),
-            "\n**Hermes** a.py, b.py +1\nGET /a returns 200.\nCall it.\n"
+            "\n**Hermes** a.py +2\nGET /a returns 200.\nCall it.\n"
         );
         assert_eq!(
             render_entry(
