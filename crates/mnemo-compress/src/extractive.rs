@@ -509,15 +509,13 @@ pub fn drop_repeated(sentences: &[String]) -> Vec<String> {
 
 /// Word sequences that say nothing the words around them do not
 /// (`has been moved` reads as `moved`), dropped by [`telegraph`]: the
-/// run, and how many of its first words go (`in order to` keeps its `to`,
-/// `is now` its `now`); matched case-insensitively on whole top-level
-/// words.
+/// run, and how many of its first words go (`in order to` keeps its
+/// `to`); matched case-insensitively on whole top-level words. `now`,
+/// `also`, `currently` are [`EMPTY_ADVERBS`].
 const FILLER_RUNS: &[(&[&str], usize)] = &[
     (&["in", "order", "to"], 2),
     (&["has", "been"], 2),
     (&["have", "been"], 2),
-    (&["is", "now"], 1),
-    (&["are", "now"], 1),
     (&["successfully"], 1),
     (&["went", "ahead", "and"], 3),
     (&["pretty", "much"], 2),
@@ -529,6 +527,12 @@ const FILLER_RUNS: &[(&[&str], usize)] = &[
     (&["obviously"], 1),
     (&["honestly"], 1),
 ];
+
+/// Time and addition adverbs that say nothing a handoff needs (the entry
+/// is what holds now): dropped from every clause, a constraint's too
+/// (`must now be set` reads as `must be set`), never as a clause's last
+/// word or inside brackets, quotes or backticks.
+const EMPTY_ADVERBS: &[(&[&str], usize)] = &[(&["now"], 1), (&["also"], 1), (&["currently"], 1)];
 
 /// Runs dropped only where they open a clause (`, which is shared`).
 const OPENING_RUNS: &[(&[&str], usize)] = &[(&["which", "is"], 2), (&["which", "are"], 2)];
@@ -566,7 +570,7 @@ fn top_words(text: &str) -> Vec<(usize, usize, bool)> {
 /// A clause's words in telegraphic form: its leading article (`The`,
 /// `a`, `an`), an article before a name (`the RDS group`: the name is the
 /// fact, see [`is_fact_token`]) and its filler runs (`has been`, `successfully`, `in order`,
-/// the `is` of `is now`, an opening `which is`) removed, every other word
+/// `now`, `also`, `currently`, an opening `which is`) removed, every other word
 /// kept as written and in order (SPEC §2: extractive). Articles inside the
 /// clause stay: a planted fact is often a phrase with one (`loses the
 /// cookie`; dropping them all cost a held-out fact for 2.5 % of the lines'
@@ -574,6 +578,11 @@ fn top_words(text: &str) -> Vec<(usize, usize, bool)> {
 /// follows it (never the last word, never before `<`, a quote or a
 /// bracket), so `GET /a`, `'a'` or `(a, b)` is untouched.
 fn telegraph_clause(text: &str) -> String {
+    drop_words(text, true)
+}
+
+/// [`telegraph_clause`] (`full`), or only its [`EMPTY_ADVERBS`].
+fn drop_words(text: &str, full: bool) -> String {
     let words = top_words(text);
     let mut drop = vec![false; words.len()];
     let w = |k: usize| &text[words[k].0..words[k].1];
@@ -586,13 +595,18 @@ fn telegraph_clause(text: &str) -> String {
                     .next()
                     .is_some_and(|c| c.is_alphanumeric() || c == '`')
         };
-        let opening: &[(&[&str], usize)] = if k == 0 { OPENING_RUNS } else { &[] };
-        let run = FILLER_RUNS.iter().chain(opening).find(|(r, _)| {
-            k + r.len() < words.len()
-                && r.iter()
-                    .enumerate()
-                    .all(|(n, x)| words[k + n].2 && w(k + n).eq_ignore_ascii_case(x))
-        });
+        let opening: &[(&[&str], usize)] = if k == 0 && full { OPENING_RUNS } else { &[] };
+        let fillers: &[(&[&str], usize)] = if full { FILLER_RUNS } else { &[] };
+        let run = fillers
+            .iter()
+            .chain(EMPTY_ADVERBS)
+            .chain(opening)
+            .find(|(r, _)| {
+                k + r.len() < words.len()
+                    && r.iter()
+                        .enumerate()
+                        .all(|(n, x)| words[k + n].2 && w(k + n).eq_ignore_ascii_case(x))
+            });
         if let Some((r, n)) = run
             && next_ok(k + n - 1)
         {
@@ -604,7 +618,8 @@ fn telegraph_clause(text: &str) -> String {
         }
         // Inside the clause only before a name (`the RDS group`): the
         // name is the fact, the article no part of it.
-        if (k == 0 || (k + 1 < words.len() && is_fact_token(w(k + 1))))
+        if full
+            && (k == 0 || (k + 1 < words.len() && is_fact_token(w(k + 1))))
             && words[k].2
             && is_article(w(k))
             && next_ok(k)
@@ -644,7 +659,7 @@ pub fn telegraph(sentence: &str) -> String {
         let keep = has_constraint(&c.text) || cl.get(i + 1).is_some_and(opens_contrast);
         out.push_str(&c.sep);
         if keep {
-            out.push_str(&c.text);
+            out.push_str(&drop_words(&c.text, false));
         } else {
             out.push_str(&telegraph_clause(&c.text));
         }
@@ -854,7 +869,13 @@ mod tests {
         );
         assert_eq!(
             telegraph("The column is now maintained by trg_reserve."),
-            "column now maintained by trg_reserve."
+            "column is maintained by trg_reserve."
+        );
+        // `now`, `also`, `currently` go from a constraint clause too, never
+        // as its last word.
+        assert_eq!(
+            telegraph("Probes now answer 503 until migrations are applied, and also log it now."),
+            "Probes answer 503 until migrations are applied, and log it now."
         );
         assert_eq!(
             telegraph("Reads hit the cache, which is shared by every worker."),
