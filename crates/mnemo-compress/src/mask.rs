@@ -286,7 +286,7 @@ pub struct EntryFields {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
     /// The other kept fields, rendered in this order: `tests: …`,
-    /// `verdict …`, `N critical issues`, `coverage …`, `blockers: …`.
+    /// the verdict (`APPROVED`), `N critical issues`, `coverage …`, `blockers: …`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
 }
@@ -303,14 +303,15 @@ pub fn entry_fields(record: &SummaryRecord, mask: &FieldMask, said: &str) -> Ent
         notes.push(format!("tests: {}", one_line(t)));
     }
     // The verdict is a token (`APPROVED`): prose that says "approved" does
-    // not state it.
+    // not state it. The token alone, without a `verdict` label: it names
+    // itself (`NEEDS_REVISION`), and the label is a token an entry.
     if mask.verdict
         && let Some(v) = record
             .verdict
             .map(|v| v.to_string())
             .filter(|v| !said.contains(v.as_str()))
     {
-        notes.push(format!("verdict {v}"));
+        notes.push(v);
     }
     // No critical issues is what a review without them says: not repeated.
     if mask.critical_issues
