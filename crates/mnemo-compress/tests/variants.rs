@@ -176,10 +176,7 @@ fn themis_to_anyone_shows_verdict_and_issue_count() {
     let shown =
         FieldMask::for_pair(&config, "themis", "hermes").with_variant(&config, "themis", "hermes");
     let f = entry_fields(&r, &shown, "Infrastructure review: two critical issues.");
-    assert!(
-        f.notes.contains(&"NEEDS_REVISION".to_string()),
-        "{f:?}"
-    );
+    assert!(f.notes.contains(&"NEEDS_REVISION".to_string()), "{f:?}");
     assert!(f.notes.contains(&"coverage 71%".to_string()), "{f:?}");
     // "two critical issues" is said already: the count is not repeated.
     assert!(
