@@ -242,7 +242,7 @@ fn walk(v: &Value, out: &mut Vec<Provenance>) {
                 match k.as_str() {
                     "value" | "metadata" | "parameter_overrides" => {}
                     "provenance" => {
-                        if let Ok(p) = serde_json::from_value::<Provenance>(child.clone()) {
+                        if let Ok(p) = Provenance::deserialize(child) {
                             out.push(p);
                         }
                     }
