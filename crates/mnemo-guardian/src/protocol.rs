@@ -526,7 +526,7 @@ impl<S: SessionStore> Guardian<S> {
             ));
         }
         let params_v = obj.get("params").unwrap_or(&Value::Null);
-        let params: AcsParams = typed(params_v)?;
+        let params = typed::<ParamsHead>(params_v)?.into_params();
         let session = params.metadata.session_id.clone();
         let now = (self.clock)();
         if method == "system/ping" {
@@ -1734,6 +1734,40 @@ pub fn parse_request(bytes: &[u8], max_request_bytes: usize) -> Result<Value, Va
             &RpcError::new(codes::PARSE_ERROR, format!("parse error: {e}")),
         )
     })
+}
+
+/// A request's `params` as [`AcsParams`] reads them, except that the
+/// payload is only required, not copied: every method reads its payload
+/// from the request itself ([`payload_of`]), and the envelope schema has
+/// already checked that it is an object (so this accepts and refuses
+/// exactly what `AcsParams` does after validation).
+#[derive(Deserialize)]
+struct ParamsHead {
+    acs_version: String,
+    request_id: String,
+    timestamp: String,
+    #[serde(default)]
+    nonce: Option<String>,
+    metadata: model::Metadata,
+    #[allow(dead_code)]
+    payload: serde::de::IgnoredAny,
+    #[serde(default)]
+    signature: Option<model::Signature>,
+}
+
+impl ParamsHead {
+    /// The params with an empty `payload` (see [`ParamsHead`]).
+    fn into_params(self) -> AcsParams {
+        AcsParams {
+            acs_version: self.acs_version,
+            request_id: self.request_id,
+            timestamp: self.timestamp,
+            nonce: self.nonce,
+            metadata: self.metadata,
+            payload: Map::new(),
+            signature: self.signature,
+        }
+    }
 }
 
 /// The `payload` member of a request's `params`.
