@@ -1029,9 +1029,10 @@ impl<S: SessionStore> Guardian<S> {
         let mut earliest = std::collections::BTreeMap::new();
         for e in host.entries {
             for p in &e.provenance {
-                earliest
-                    .entry(p.origin.as_str().to_string())
-                    .or_insert_with(|| e.step_id.clone());
+                // Looked up by name first: a key string is made once per origin.
+                if !earliest.contains_key(p.origin.as_str()) {
+                    earliest.insert(p.origin.as_str().to_string(), e.step_id.clone());
+                }
             }
         }
         summary.earliest_step_id_by_origin = Some(earliest);
