@@ -1544,18 +1544,22 @@ impl<S: SessionStore> Guardian<S> {
         verdict: Verdict,
         reasoning: Option<String>,
     ) -> ResultBuilder {
-        let mut m = Map::new();
-        m.insert("type".into(), json!("final"));
-        m.insert("acs_version".into(), json!(ACS_VERSION));
-        m.insert("request_id".into(), json!(params.request_id));
-        m.insert("decision".into(), json!(verdict.as_str()));
-        if let Some(r) = reasoning {
-            m.insert("reasoning".into(), json!(r));
-        }
-        m.insert(
-            "metadata".into(),
-            json!({"evaluator": "deterministic", "evaluator_version": concat!("mnemo-guardian ", env!("CARGO_PKG_VERSION"))}),
+        // Values made directly (`json!` goes through serde's Serializer for each).
+        let mut meta = Map::new();
+        meta.insert("evaluator".into(), Value::from("deterministic"));
+        meta.insert(
+            "evaluator_version".into(),
+            Value::from(concat!("mnemo-guardian ", env!("CARGO_PKG_VERSION"))),
         );
+        let mut m = Map::new();
+        m.insert("type".into(), Value::from("final"));
+        m.insert("acs_version".into(), Value::from(ACS_VERSION));
+        m.insert("request_id".into(), Value::from(params.request_id.as_str()));
+        m.insert("decision".into(), Value::from(verdict.as_str()));
+        if let Some(r) = reasoning {
+            m.insert("reasoning".into(), Value::String(r));
+        }
+        m.insert("metadata".into(), Value::Object(meta));
         ResultBuilder(Value::Object(m))
     }
 }
