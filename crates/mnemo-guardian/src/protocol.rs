@@ -1643,7 +1643,7 @@ pub fn context_entry_canonical(
         out.push_str("]}");
     }
     out.push_str(",\"request_hash\":\"");
-    out.push_str(&chain::to_hex(request_hash));
+    chain::push_hex(&mut out, request_hash);
     out.push_str("\",\"step_id\":");
     crate::jcs::append_string(&mut out, step_id);
     out.push_str(",\"step_type\":");
