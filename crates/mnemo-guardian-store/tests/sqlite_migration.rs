@@ -62,7 +62,7 @@ fn step(seq: u64) -> StepRecord {
     StepRecord {
         seq,
         step_id: format!("r{seq}"),
-        method: if seq % 3 == 0 {
+        method: if seq.is_multiple_of(3) {
             "steps/toolCallRequest".into()
         } else {
             "steps/userMessage".into()
