@@ -129,16 +129,17 @@ pub fn open_store(opts: &GuardOptions, long_running: bool) -> Result<DynStore, O
 }
 
 /// The environment variable that sets a long-running server's SQLite WAL
-/// bound in bytes; unset, [`crate::sqlite::WAL_LIMIT_BYTES`] (64 MiB); `0`,
-/// no bound (the WAL grows as long as writes never pause: 700 MB after
-/// 100k requests in session 9). The bound's RESTART pass holds the writer
-/// off for a sync's time once per bound's worth of WAL (see
-/// [`SqliteStore::checkpoint_in_background_bounded`]).
+/// bound in bytes (for example 67108864, [`crate::sqlite::WAL_LIMIT_BYTES`]);
+/// unset or `0`, no bound (the WAL grows as long as writes never pause:
+/// 700-830 MB after 80-100k requests). Off by default: the bound's RESTART
+/// pass holds the writer off for two syncs once per bound's worth of WAL,
+/// which cost p99 29-30 ms (64 MiB) and 18-21 ms (256 MiB) against 12-13 ms
+/// without (session 10, measure build, `http-load.sh BIN 6 32`, load 1.4-3).
 pub const WAL_LIMIT_ENV: &str = "MNEMO_SQLITE_WAL_LIMIT";
 
 fn wal_limit() -> Result<u64, OpenError> {
     match std::env::var(WAL_LIMIT_ENV) {
-        Err(_) => Ok(crate::sqlite::WAL_LIMIT_BYTES),
+        Err(_) => Ok(u64::MAX),
         Ok(v) => match v.trim().parse::<u64>() {
             Ok(0) => Ok(u64::MAX),
             Ok(n) => Ok(n),
