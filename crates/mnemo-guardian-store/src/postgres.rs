@@ -74,7 +74,24 @@ INSERT INTO guardian_step_nodes (session_id, provenance_id, seq, node)
   FROM guardian_steps s, json_array_elements(s.provenance::json) WITH ORDINALITY AS e(value, i)
   ORDER BY s.session_id, e.value->>'provenance_id', s.seq, e.i DESC;
 ",
+    // Raises STALE_STATE unless `ok`: the statement that checks, inside a
+    // unit of work sent in one trip, that a session is as this process
+    // last committed it, so that the writes after it never land on a
+    // session another process moved on.
+    "
+CREATE FUNCTION guardian_fresh(ok BOOLEAN) RETURNS BOOLEAN LANGUAGE plpgsql AS $$
+BEGIN
+  IF ok IS NOT TRUE THEN
+    RAISE EXCEPTION 'mnemo: the session moved on since this process last committed it'
+      USING ERRCODE = 'MN409';
+  END IF;
+  RETURN true;
+END $$;
+",
 ];
+
+/// The SQLSTATE `guardian_fresh` raises.
+const STALE_STATE: &str = "MN409";
 
 /// Columns added after the first migration, idempotently (ADD COLUMN IF NOT
 /// EXISTS), so that they take no migration number that another branch may
@@ -97,6 +114,7 @@ COMMIT;
 struct Stmts {
     lock: Statement,
     state: Statement,
+    fresh: Statement,
     flush: Statement,
     create: Statement,
     set_handshake: Statement,
@@ -138,6 +156,21 @@ impl Stmts {
                  FROM (SELECT 1) AS one
                  LEFT JOIN LATERAL (SELECT seq, hash FROM guardian_chain WHERE session_id = $1
                                     ORDER BY seq DESC LIMIT 1) AS h ON true",
+            )?,
+            // After the lock, in a statement of its own (a fresh snapshot):
+            // raises STALE_STATE unless the session's handshake, last step
+            // and chain head are the ones given ($2-$6, NULL for none).
+            fresh: c.prepare(
+                "SELECT guardian_fresh(
+                   EXISTS (SELECT 1 FROM guardian_sessions WHERE session_id = $1
+                           AND version IS NOT DISTINCT FROM $2::text
+                           AND methods IS NOT DISTINCT FROM $3::text)
+                   AND (SELECT max(seq) FROM guardian_steps WHERE session_id = $1)
+                       IS NOT DISTINCT FROM $4::bigint
+                   AND (SELECT max(seq) FROM guardian_chain WHERE session_id = $1)
+                       IS NOT DISTINCT FROM $5::bigint
+                   AND (SELECT hash FROM guardian_chain WHERE session_id = $1
+                        ORDER BY seq DESC LIMIT 1) IS NOT DISTINCT FROM $6::bytea)",
             )?,
             // The writes a unit of work deferred (rows it knows to be new),
             // all in one statement: every data-modifying WITH runs once.
@@ -340,6 +373,75 @@ struct Locked {
     nonces: HashMap<String, bool>,
 }
 
+/// What this process last committed of a session (or read under its lock
+/// and committed unchanged): what a batch is decided against when every
+/// session it names has one, before anything is sent.
+#[derive(Debug, Clone)]
+struct Seen {
+    handshake: Option<SessionHandshake>,
+    head: Option<(u64, Hash)>,
+    last_step: Option<u64>,
+}
+
+/// The most sessions whose [`Seen`] a store keeps (beyond it, it forgets
+/// them all and reads each again under its lock).
+const SEEN_MAX: usize = 65_536;
+
+/// [`Seen`] as the freshness check's parameters ([`Stmts::fresh`]).
+#[derive(Debug)]
+struct Check {
+    session: String,
+    version: Option<String>,
+    methods: Option<String>,
+    last_step: Option<i64>,
+    head_seq: Option<i64>,
+    head_hash: Option<Vec<u8>>,
+}
+
+impl Check {
+    fn new(session: String, seen: &Seen) -> Check {
+        Check {
+            session,
+            version: seen.handshake.as_ref().map(|h| h.version.clone()),
+            methods: seen
+                .handshake
+                .as_ref()
+                .and_then(|h| h.methods.as_ref().map(|m| m.join("\n"))),
+            last_step: seen.last_step.and_then(|s| i64::try_from(s).ok()),
+            head_seq: seen.head.and_then(|(s, _)| i64::try_from(s).ok()),
+            head_hash: seen.head.map(|(_, h)| h.to_vec()),
+        }
+    }
+
+    /// Lock the session's row, then check it: two steps of a pipeline.
+    fn steps<'a>(&'a self, st: &'a Stmts, steps: &mut Vec<Step<'a>>) {
+        steps.push(Step::Query(&st.lock, vec![&self.session]));
+        steps.push(Step::Query(
+            &st.fresh,
+            vec![
+                &self.session,
+                &self.version,
+                &self.methods,
+                &self.last_step,
+                &self.head_seq,
+                &self.head_hash,
+            ],
+        ));
+    }
+}
+
+/// Whether a pipeline's first failure says that what a unit of work was
+/// decided against is out of date: the freshness check refused, or a row
+/// it took to be new (a replay mark, a step, a chain entry) was there.
+fn stale_in(results: &[Result<Rows, mnemo_postgres::postgres::Error>]) -> bool {
+    use mnemo_postgres::postgres::error::SqlState;
+    results
+        .iter()
+        .find_map(|r| r.as_ref().err())
+        .and_then(|e| e.code())
+        .is_some_and(|c| c.code() == STALE_STATE || *c == SqlState::UNIQUE_VIOLATION)
+}
+
 /// PostgreSQL-backed [`SessionStore`].
 ///
 /// Round trips are its cost (each one also crosses to the connection's
@@ -352,6 +454,17 @@ struct Locked {
 /// twice, whatever its size and however many sessions it spans — once for
 /// BEGIN with every session's row, lock and state, once for its rows with
 /// COMMIT.
+///
+/// When every session of a batch is one this handle committed last (its
+/// [`Seen`]: handshake, last step, chain head), the batch is decided
+/// against that, and sent in one trip: BEGIN, each session's lock and a
+/// check that it is still as seen, the rows, COMMIT. A check that fails
+/// (another process moved the session on) or a row that is there after
+/// all (a replay mark another process holds) aborts the transaction:
+/// nothing is kept, the copy is dropped, and
+/// [`SessionStore::take_stale`] tells the Guardian to decide the batch
+/// again, the two-trip way. A statement the batch needs the database for
+/// (an index look-up, say) first sends the locks and checks.
 #[derive(Debug)]
 pub struct PostgresStore {
     /// The connection, with the statements prepared on it.
@@ -373,6 +486,13 @@ pub struct PostgresStore {
     expected: HashMap<String, (Vec<String>, Vec<String>)>,
     pending: Pending,
     pending_prune: Option<i64>,
+    /// Per session, what this handle last committed.
+    seen: HashMap<String, Seen>,
+    /// The open transaction's sessions decided against [`Seen`] and not
+    /// yet locked in the database (sorted), with what they were seen as.
+    optimistic: Vec<(String, Seen)>,
+    /// The last unit of work failed on a stale [`Seen`].
+    stale: bool,
 }
 
 /// A connection string, shown without its password.
@@ -503,6 +623,9 @@ impl PostgresStore {
             expected: HashMap::new(),
             pending: Pending::default(),
             pending_prune: None,
+            seen: HashMap::new(),
+            optimistic: Vec::new(),
+            stale: false,
         })
     }
 
@@ -558,7 +681,7 @@ impl PostgresStore {
                 todo.push((*s).to_string());
             }
         }
-        if !self.in_tx || todo.is_empty() {
+        if !self.in_tx || (todo.is_empty() && self.optimistic.is_empty()) {
             return Ok(());
         }
         let expects: Vec<(Vec<String>, Vec<String>)> = todo
@@ -567,12 +690,22 @@ impl PostgresStore {
             .collect();
         let pending = std::mem::take(&mut self.pending);
         let begin = std::mem::take(&mut self.begin_unsent);
+        // Sessions decided against what was seen: locked and checked
+        // first, before the rows written against them.
+        let checks: Vec<Check> = std::mem::take(&mut self.optimistic)
+            .into_iter()
+            .map(|(s, seen)| Check::new(s, &seen))
+            .collect();
         let out = self
             .pg
             .call(move |c, st| {
-                let mut steps: Vec<Step<'_>> = Vec::with_capacity(2 + 3 * todo.len());
+                let mut steps: Vec<Step<'_>> =
+                    Vec::with_capacity(2 + 2 * checks.len() + 3 * todo.len());
                 if begin {
                     steps.push(Step::Simple("BEGIN"));
+                }
+                for check in &checks {
+                    check.steps(st, &mut steps);
                 }
                 if !pending.is_empty() {
                     steps.push(Step::Query(&st.flush, pending.params()));
@@ -583,25 +716,68 @@ impl PostgresStore {
                     steps.push(Step::Query(&st.lock, vec![s]));
                     steps.push(Step::Query(&st.state, vec![s, ids, nonces]));
                 }
-                let rows = all_rows(c.pipeline(&steps))?;
+                let results = c.pipeline(&steps);
                 drop(steps);
+                let stale = !checks.is_empty() && stale_in(&results);
+                let rows = match all_rows(results) {
+                    Ok(rows) => rows,
+                    Err(e) => return Err((e, stale)),
+                };
                 let mut locked = Vec::with_capacity(todo.len());
                 for (i, (s, (ids, nonces))) in todo.into_iter().zip(expects).enumerate() {
                     let at = first + 3 * i;
-                    locked.push((s, locked_from(&rows[at + 1], &rows[at + 2], ids, nonces)?));
+                    let l = locked_from(&rows[at + 1], &rows[at + 2], ids, nonces)
+                        .map_err(|e| (e, false))?;
+                    locked.push((s, l));
                 }
-                Ok::<_, StoreError>(locked)
+                Ok(locked)
             })
-            .map_err(db);
+            .map_err(|e| (db(e), false));
         match out.and_then(|o| o) {
             Ok(locked) => {
                 self.locked.extend(locked);
                 Ok(())
             }
-            Err(e) => {
+            Err((e, stale)) => {
                 self.failed = true;
+                self.stale |= stale;
                 Err(e)
             }
+        }
+    }
+
+    /// Sends the open transaction's locks and checks of the sessions it
+    /// decided against what it had seen, if any (before a statement that
+    /// needs the database as it is).
+    fn settle(&mut self) -> Result<(), StoreError> {
+        if self.in_tx && !self.optimistic.is_empty() {
+            self.lock_many(&[])?;
+        }
+        Ok(())
+    }
+
+    /// After a commit: what the transaction's sessions are now.
+    fn remember(&mut self, locked: HashMap<String, Locked>) {
+        if self.seen.len() + locked.len() > SEEN_MAX {
+            self.seen.clear();
+        }
+        for (s, l) in locked {
+            self.seen.insert(
+                s,
+                Seen {
+                    handshake: l.handshake,
+                    head: l.head,
+                    last_step: l.last_step,
+                },
+            );
+        }
+    }
+
+    /// After a failure or a rollback: the transaction's sessions are read
+    /// again under their locks next time.
+    fn forget(&mut self, locked: &HashMap<String, Locked>) {
+        for s in locked.keys() {
+            self.seen.remove(s);
         }
     }
 
@@ -636,6 +812,7 @@ impl PostgresStore {
                 })
                 .map_err(db)?;
         }
+        self.settle()?;
         self.lock(session)?;
         let pending = std::mem::take(&mut self.pending);
         let out = self
@@ -658,6 +835,7 @@ impl PostgresStore {
     /// (for audits and tests).
     pub fn chain_entries(&mut self, session: &str) -> Result<Vec<(String, Hash)>, StoreError> {
         let s = session.to_string();
+        self.settle()?;
         // After this transaction's deferred writes, without locking.
         let pending = std::mem::take(&mut self.pending);
         let rows = self
@@ -687,37 +865,81 @@ impl PostgresStore {
                 )
             })
             .map_err(db)?
-            .map_err(pgerr)
+            .map_err(pgerr)?;
+        self.seen.clear();
+        Ok(())
     }
 
     /// Ends the open transaction: sends the deferred writes and commits
-    /// (`commit`), or drops them and rolls back.
+    /// (`commit`), or drops them and rolls back. A transaction decided
+    /// against what was seen sends its locks and checks with its rows and
+    /// COMMIT, in one trip.
     fn end_tx(&mut self, commit: bool) -> Result<(), StoreError> {
         self.in_tx = false;
         self.failed = false;
-        self.locked.clear();
+        let locked = std::mem::take(&mut self.locked);
         self.expected.clear();
         let pending = std::mem::take(&mut self.pending);
-        if std::mem::take(&mut self.begin_unsent) {
-            // Nothing was sent: there is no transaction to end.
+        let optimistic = std::mem::take(&mut self.optimistic);
+        let begin = std::mem::take(&mut self.begin_unsent);
+        if begin && (!commit || pending.is_empty()) {
+            // Nothing was sent, and nothing is to be written: there is no
+            // transaction to end.
+            if commit {
+                self.remember(locked);
+            } else {
+                self.forget(&locked);
+            }
             return Ok(());
         }
-        self.pg
+        let checks: Vec<Check> = optimistic
+            .into_iter()
+            .map(|(s, seen)| Check::new(s, &seen))
+            .collect();
+        let out = self
+            .pg
             .call(move |c, st| {
                 if !commit {
-                    return c.batch_execute("ROLLBACK").map_err(pgerr);
+                    return (c.batch_execute("ROLLBACK").map_err(pgerr), false);
                 }
                 // The deferred rows and COMMIT in one trip: when the rows
                 // fail, the transaction is aborted and its COMMIT rolls
                 // back; the rows' error is the answer.
-                let mut steps = Vec::with_capacity(2);
+                let mut steps = Vec::with_capacity(3 + 2 * checks.len());
+                if begin {
+                    steps.push(Step::Simple("BEGIN"));
+                }
+                for check in &checks {
+                    check.steps(st, &mut steps);
+                }
                 if !pending.is_empty() {
                     steps.push(Step::Query(&st.flush, pending.params()));
                 }
                 steps.push(Step::Simple("COMMIT"));
-                all_rows(c.pipeline(&steps)).map(drop)
+                let results = c.pipeline(&steps);
+                let stale = !checks.is_empty() && stale_in(&results);
+                (all_rows(results).map(drop), stale)
             })
-            .map_err(db)?
+            .map_err(db);
+        match out {
+            Ok((Ok(()), _)) if commit => {
+                self.remember(locked);
+                Ok(())
+            }
+            Ok((Ok(()), _)) => {
+                self.forget(&locked);
+                Ok(())
+            }
+            Ok((Err(e), stale)) => {
+                self.stale |= stale;
+                self.forget(&locked);
+                Err(e)
+            }
+            Err(e) => {
+                self.forget(&locked);
+                Err(e)
+            }
+        }
     }
 
     /// Forgets replay marks older than `before_ms`, outside any unit of
@@ -740,7 +962,9 @@ impl SessionStore for PostgresStore {
             self.in_tx = true;
             self.begin_unsent = true;
             self.failed = false;
+            self.stale = false;
             self.locked.clear();
+            self.optimistic.clear();
             self.pending = Pending::default();
         }
         Ok(())
@@ -769,7 +993,43 @@ impl SessionStore for PostgresStore {
         Ok(())
     }
     fn lock_sessions(&mut self, sessions: &[&str]) -> Result<(), StoreError> {
+        // Every session seen, nothing sent yet: decide against what was
+        // seen, and lock and check at commit (or before the first
+        // statement that needs the database).
+        if self.in_tx
+            && self.begin_unsent
+            && !self.failed
+            && self.locked.is_empty()
+            && self.pending.is_empty()
+            && !sessions.is_empty()
+            && sessions.iter().all(|s| self.seen.contains_key(*s))
+        {
+            let mut sorted: Vec<&str> = sessions.to_vec();
+            sorted.sort_unstable();
+            sorted.dedup();
+            for s in sorted {
+                let Some(seen) = self.seen.get(s).cloned() else {
+                    continue;
+                };
+                let (ids, nonces) = self.expected.remove(s).unwrap_or_default();
+                self.locked.insert(
+                    s.to_string(),
+                    Locked {
+                        handshake: seen.handshake.clone(),
+                        head: seen.head,
+                        last_step: seen.last_step,
+                        requests: ids.into_iter().map(|i| (i, false)).collect(),
+                        nonces: nonces.into_iter().map(|n| (n, false)).collect(),
+                    },
+                );
+                self.optimistic.push((s.to_string(), seen));
+            }
+            return Ok(());
+        }
         self.lock_many(sessions)
+    }
+    fn take_stale(&mut self) -> bool {
+        std::mem::take(&mut self.stale)
     }
     fn wants_marks_ahead(&self) -> bool {
         true
