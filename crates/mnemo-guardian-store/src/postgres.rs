@@ -1,19 +1,24 @@
 //! The Guardian's session store in PostgreSQL (`--store postgres://…`), for
 //! several Guardian processes, on several machines, sharing sessions.
 //!
-//! Consistency between processes comes from the database alone, never from
-//! anything cached across units of work: every unit of work (one request,
-//! or one turn's batch) is a transaction, and the first time it touches a
-//! session it locks that session's row (`SELECT … FOR UPDATE`, the row is
-//! created on first use). A second process deciding a request for the same
-//! session waits for the first to commit, then reads what it wrote (READ
-//! COMMITTED takes a fresh snapshot per statement): the replay marks, the
-//! chain head and the steps. A batch locks all its sessions up front, in
-//! order ([`SessionStore::lock_sessions`]), so two batches never deadlock.
-//! The only things kept between calls are the locked session's handshake
-//! and its chain head (read once, then advanced by each append of this
-//! transaction: no other transaction can append while the row is locked),
-//! and only until the transaction ends.
+//! Consistency between processes comes from the database alone: every
+//! unit of work (one request, or one turn's batch) is a transaction, and
+//! the first time it touches a session it locks that session's row
+//! (`SELECT … FOR UPDATE`, the row is created on first use). A second
+//! process deciding a request for the same session waits for the first to
+//! commit, then reads what it wrote (READ COMMITTED takes a fresh snapshot
+//! per statement): the replay marks, the chain head and the steps. A batch
+//! locks all its sessions up front, in order
+//! ([`SessionStore::lock_sessions`]), so two batches never deadlock. Within
+//! a transaction the locked session's handshake and chain head are read
+//! once, then advanced by each append (no other transaction can append
+//! while the row is locked). Across transactions a handle keeps only a copy
+//! of what it last committed of each session, which a batch may be decided
+//! against; it is never committed without the session's lock and a check,
+//! in the same transaction, that the session is still as copied (else
+//! nothing is kept and the batch is decided again, see [`PostgresStore`]).
+//! Sessions are keyed by an integer (`sid`) in every table but
+//! `guardian_sessions` (schema version 4).
 //!
 //! Pruning the replay window is deferred to after the commit and skips rows
 //! another transaction holds, so it never waits inside a unit of work.
