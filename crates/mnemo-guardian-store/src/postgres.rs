@@ -564,7 +564,7 @@ fn stale_in(results: &[Result<Rows, mnemo_postgres::postgres::Error>]) -> bool {
 /// COMMIT.
 ///
 /// When every session of a batch is one this handle committed last (its
-/// [`Seen`]: handshake, last step, chain head), the batch is decided
+/// copy: handshake, last step, chain head), the batch is decided
 /// against that, and sent in one trip: BEGIN, each session's lock and a
 /// check that it is still as seen, the rows, COMMIT. A check that fails
 /// (another process moved the session on) or a row that is there after
