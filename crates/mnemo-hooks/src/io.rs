@@ -758,7 +758,7 @@ pub fn read_transcript_keep(
             (AnyMapper::Claude(m), Some(x)) if start == 0 => {
                 // Each line parsed once, for the mapping and the trail.
                 let mut pos = 0usize;
-                for raw in bytes.split_inclusive(|&b| b == b'\n') {
+                for raw in lines_of(bytes) {
                     pos += raw.len();
                     lineno += 1;
                     match std::str::from_utf8(raw) {
@@ -793,7 +793,7 @@ pub fn read_transcript_keep(
                 lineno += memchr::memchr_iter(b'\n', &bytes[..start]).count();
                 let mut first = start > 0 && boundary != Some(start as u64);
                 let mut pos = start;
-                for raw in bytes[start..].split_inclusive(|&b| b == b'\n') {
+                for raw in lines_of(&bytes[start..]) {
                     pos += raw.len();
                     lineno += 1;
                     if std::mem::take(&mut first) {
@@ -856,6 +856,22 @@ pub fn read_transcript_keep(
     t.entries = entries;
     t.bad = bad;
     t
+}
+
+/// The lines of `bytes`, each with its `\n` (the last one without, when
+/// the bytes do not end with one), found with `memchr` (a byte-by-byte
+/// `split_inclusive` cost ~2 M instructions on a 350 KB transcript).
+pub fn lines_of(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut pos = 0usize;
+    std::iter::from_fn(move || {
+        if pos >= bytes.len() {
+            return None;
+        }
+        let end = memchr::memchr(b'\n', &bytes[pos..]).map_or(bytes.len(), |i| pos + i + 1);
+        let line = &bytes[pos..end];
+        pos = end;
+        Some(line)
+    })
 }
 
 /// The line-by-line read of a transcript too large to read whole: the

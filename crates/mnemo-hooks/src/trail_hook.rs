@@ -118,7 +118,7 @@ pub fn trail_of_file(path: &Path, host: HostKind, budget: usize) -> Result<Trail
 /// that file.
 pub fn trail_of_bytes(bytes: &[u8], host: HostKind, budget: usize) -> Result<Trail, String> {
     let mut x = Extractor::new(Some(host));
-    for line in bytes.split_inclusive(|&b| b == b'\n') {
+    for line in crate::io::lines_of(bytes) {
         x.push_bytes(line);
     }
     x.finish(budget).map_err(|e| e.to_string())

@@ -258,3 +258,20 @@ fn a_transcript_over_the_limit_is_read_line_by_line_and_not_kept() {
         );
     }
 }
+
+#[test]
+fn lines_of_splits_as_split_inclusive_does() {
+    for b in [
+        &b""[..],
+        b"\n",
+        b"a",
+        b"a\n",
+        b"a\nb",
+        b"\n\nx\n\n",
+        b"{\"a\":1}\r\n{\"b\":2}",
+    ] {
+        let ours: Vec<&[u8]> = mnemo_hooks::io::lines_of(b).collect();
+        let theirs: Vec<&[u8]> = b.split_inclusive(|&c| c == b'\n').collect();
+        assert_eq!(ours, theirs, "{b:?}");
+    }
+}
