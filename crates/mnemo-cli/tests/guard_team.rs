@@ -289,6 +289,40 @@ fn two_guardian_processes_on_one_database_decide_one_session_consistently() {
     check_chain(&entries, steps.len());
 }
 
+/// Two processes take turns on one session, one request at a time, so
+/// that each decides against its own copy of the session (what it last
+/// committed) that the other has just moved on: every such request is
+/// found stale when it is sent, kept nowhere, and decided again under the
+/// session's lock. Every third id is then sent again, to the other process
+/// (whose copy is stale) and to the same one (whose copy is current but
+/// whose replay mark is already there): refused both times. The steps are
+/// the acknowledged ones, in order, on one unbroken chain.
+#[test]
+fn two_guardian_processes_taking_turns_on_one_session_meet_stale_copies() {
+    let Some(url) = pg_url() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let pol = policy(dir.path());
+    let a = start(&url, &pol);
+    let b = start(&url, &pol);
+    let session = unique(5);
+    let ports = [a.port, b.port];
+    let mut acked = Vec::new();
+    for k in 0..60u64 {
+        let (here, there) = (ports[(k % 2) as usize], ports[((k + 1) % 2) as usize]);
+        let id = rid(0x500, k);
+        assert_eq!(send(here, &session, &id), Answer::Accepted, "{id}");
+        acked.push(id.clone());
+        if k % 3 == 0 {
+            assert_eq!(send(there, &session, &id), Answer::Replay, "{id}");
+            assert_eq!(send(here, &session, &id), Answer::Replay, "{id}");
+        }
+    }
+    drop((a, b));
+    let (steps, entries) = read_back(&url, &session);
+    assert_eq!(steps, acked, "every acknowledged step once, in order");
+    check_chain(&entries, steps.len());
+}
+
 /// One process decides several sessions on four decider threads (one per
 /// shard of session ids, each with a connection of its own): eight threads
 /// at once send requests for eight sessions, each id twice; each id is

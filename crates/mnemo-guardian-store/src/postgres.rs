@@ -1,19 +1,24 @@
 //! The Guardian's session store in PostgreSQL (`--store postgres://…`), for
 //! several Guardian processes, on several machines, sharing sessions.
 //!
-//! Consistency between processes comes from the database alone, never from
-//! anything cached across units of work: every unit of work (one request,
-//! or one turn's batch) is a transaction, and the first time it touches a
-//! session it locks that session's row (`SELECT … FOR UPDATE`, the row is
-//! created on first use). A second process deciding a request for the same
-//! session waits for the first to commit, then reads what it wrote (READ
-//! COMMITTED takes a fresh snapshot per statement): the replay marks, the
-//! chain head and the steps. A batch locks all its sessions up front, in
-//! order ([`SessionStore::lock_sessions`]), so two batches never deadlock.
-//! The only things kept between calls are the locked session's handshake
-//! and its chain head (read once, then advanced by each append of this
-//! transaction: no other transaction can append while the row is locked),
-//! and only until the transaction ends.
+//! Consistency between processes comes from the database alone: every
+//! unit of work (one request, or one turn's batch) is a transaction, and
+//! the first time it touches a session it locks that session's row
+//! (`SELECT … FOR UPDATE`, the row is created on first use). A second
+//! process deciding a request for the same session waits for the first to
+//! commit, then reads what it wrote (READ COMMITTED takes a fresh snapshot
+//! per statement): the replay marks, the chain head and the steps. A batch
+//! locks all its sessions up front, in order
+//! ([`SessionStore::lock_sessions`]), so two batches never deadlock. Within
+//! a transaction the locked session's handshake and chain head are read
+//! once, then advanced by each append (no other transaction can append
+//! while the row is locked). Across transactions a handle keeps only a copy
+//! of what it last committed of each session, which a batch may be decided
+//! against; it is never committed without the session's lock and a check,
+//! in the same transaction, that the session is still as copied (else
+//! nothing is kept and the batch is decided again, see [`PostgresStore`]).
+//! Sessions are keyed by an integer (`sid`) in every table but
+//! `guardian_sessions` (schema version 4).
 //!
 //! Pruning the replay window is deferred to after the commit and skips rows
 //! another transaction holds, so it never waits inside a unit of work.
@@ -74,29 +79,122 @@ INSERT INTO guardian_step_nodes (session_id, provenance_id, seq, node)
   FROM guardian_steps s, json_array_elements(s.provenance::json) WITH ORDINALITY AS e(value, i)
   ORDER BY s.session_id, e.value->>'provenance_id', s.seq, e.i DESC;
 ",
-];
-
-/// Columns added after the first migration, idempotently (ADD COLUMN IF NOT
-/// EXISTS), so that they take no migration number that another branch may
-/// also use: a preCompact decision's reasoning and reason codes.
-/// Under the migrations' advisory lock, so that two processes starting
-/// at once do not race on it. Also the per-turn budget counters
-/// ([`SessionStore::count_turn_call`]), likewise without a number.
-const ADD_COLUMNS: &str = "
-BEGIN;
-SELECT pg_advisory_xact_lock(7304011);
-ALTER TABLE guardian_compactions ADD COLUMN IF NOT EXISTS reasoning TEXT, ADD COLUMN IF NOT EXISTS reason_codes TEXT;
+    // Raises STALE_STATE unless `ok`: the statement that checks, inside a
+    // unit of work sent in one trip, that a session is as this process
+    // last committed it, so that the writes after it never land on a
+    // session another process moved on.
+    "
+CREATE FUNCTION guardian_fresh(ok BOOLEAN) RETURNS BOOLEAN LANGUAGE plpgsql AS $$
+BEGIN
+  IF ok IS NOT TRUE THEN
+    RAISE EXCEPTION 'mnemo: the session moved on since this process last committed it'
+      USING ERRCODE = 'MN409';
+  END IF;
+  RETURN true;
+END $$;
+",
+    // Version 4: every row names its session by an integer key (`sid`,
+    // given by guardian_sessions) instead of the 36-byte id, text keys
+    // compare bytewise (COLLATE "C": the database's locale compares with
+    // strcoll), and a step's nodes index points into the step's
+    // provenance (`idx`) instead of holding a second copy of each node.
+    // The columns that used to be added outside the numbering come first,
+    // so that a database of any earlier version has them.
+    "
+ALTER TABLE guardian_compactions ADD COLUMN IF NOT EXISTS reasoning TEXT,
+  ADD COLUMN IF NOT EXISTS reason_codes TEXT;
 CREATE TABLE IF NOT EXISTS guardian_turn_calls (
   session_id TEXT NOT NULL, turn_id TEXT NOT NULL, budget TEXT NOT NULL, calls BIGINT NOT NULL,
   PRIMARY KEY (session_id, turn_id, budget));
-COMMIT;
-";
+INSERT INTO guardian_sessions (session_id)
+  SELECT session_id FROM guardian_seen_requests UNION SELECT session_id FROM guardian_seen_nonces
+  UNION SELECT session_id FROM guardian_steps UNION SELECT session_id FROM guardian_chain
+  UNION SELECT session_id FROM guardian_compactions UNION SELECT session_id FROM guardian_turn_calls
+  UNION SELECT session_id FROM guardian_step_origins UNION SELECT session_id FROM guardian_step_nodes
+  ON CONFLICT DO NOTHING;
+ALTER TABLE guardian_sessions ALTER COLUMN session_id TYPE TEXT COLLATE \"C\",
+  ADD COLUMN sid BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE;
+
+CREATE TABLE guardian_seen_requests_4 (
+  sid BIGINT NOT NULL, request_id TEXT COLLATE \"C\" NOT NULL, at_ms BIGINT NOT NULL,
+  PRIMARY KEY (sid, request_id));
+INSERT INTO guardian_seen_requests_4 SELECT k.sid, t.request_id, t.at_ms
+  FROM guardian_seen_requests t JOIN guardian_sessions k ON k.session_id = t.session_id;
+DROP TABLE guardian_seen_requests;
+ALTER TABLE guardian_seen_requests_4 RENAME TO guardian_seen_requests;
+CREATE INDEX guardian_seen_requests_at ON guardian_seen_requests (at_ms);
+
+CREATE TABLE guardian_seen_nonces_4 (
+  sid BIGINT NOT NULL, nonce TEXT COLLATE \"C\" NOT NULL, at_ms BIGINT NOT NULL,
+  PRIMARY KEY (sid, nonce));
+INSERT INTO guardian_seen_nonces_4 SELECT k.sid, t.nonce, t.at_ms
+  FROM guardian_seen_nonces t JOIN guardian_sessions k ON k.session_id = t.session_id;
+DROP TABLE guardian_seen_nonces;
+ALTER TABLE guardian_seen_nonces_4 RENAME TO guardian_seen_nonces;
+CREATE INDEX guardian_seen_nonces_at ON guardian_seen_nonces (at_ms);
+
+CREATE TABLE guardian_step_nodes_4 (
+  sid BIGINT NOT NULL, provenance_id TEXT COLLATE \"C\" NOT NULL, seq BIGINT NOT NULL,
+  idx INTEGER NOT NULL, PRIMARY KEY (sid, provenance_id, seq));
+INSERT INTO guardian_step_nodes_4
+  SELECT DISTINCT ON (k.sid, e.value->>'provenance_id', s.seq)
+         k.sid, e.value->>'provenance_id', s.seq, (e.i - 1)::integer
+  FROM guardian_steps s JOIN guardian_sessions k ON k.session_id = s.session_id,
+       json_array_elements(s.provenance::json) WITH ORDINALITY AS e(value, i)
+  ORDER BY k.sid, e.value->>'provenance_id', s.seq, e.i DESC;
+DROP TABLE guardian_step_nodes;
+ALTER TABLE guardian_step_nodes_4 RENAME TO guardian_step_nodes;
+
+CREATE TABLE guardian_step_origins_4 (
+  sid BIGINT NOT NULL, origin TEXT COLLATE \"C\" NOT NULL, seq BIGINT NOT NULL,
+  PRIMARY KEY (sid, origin, seq));
+INSERT INTO guardian_step_origins_4 SELECT k.sid, t.origin, t.seq
+  FROM guardian_step_origins t JOIN guardian_sessions k ON k.session_id = t.session_id;
+DROP TABLE guardian_step_origins;
+ALTER TABLE guardian_step_origins_4 RENAME TO guardian_step_origins;
+
+CREATE TABLE guardian_steps_4 (
+  sid BIGINT NOT NULL, seq BIGINT NOT NULL, step_id TEXT COLLATE \"C\" NOT NULL,
+  method TEXT NOT NULL, provenance TEXT NOT NULL, PRIMARY KEY (sid, seq));
+INSERT INTO guardian_steps_4 SELECT k.sid, t.seq, t.step_id, t.method, t.provenance
+  FROM guardian_steps t JOIN guardian_sessions k ON k.session_id = t.session_id;
+DROP TABLE guardian_steps;
+ALTER TABLE guardian_steps_4 RENAME TO guardian_steps;
+CREATE INDEX guardian_steps_by_step_id ON guardian_steps (sid, step_id, seq);
+
+CREATE TABLE guardian_chain_4 (
+  sid BIGINT NOT NULL, seq BIGINT NOT NULL, canonical TEXT NOT NULL, hash BYTEA NOT NULL,
+  PRIMARY KEY (sid, seq));
+INSERT INTO guardian_chain_4 SELECT k.sid, t.seq, t.canonical, t.hash
+  FROM guardian_chain t JOIN guardian_sessions k ON k.session_id = t.session_id;
+DROP TABLE guardian_chain;
+ALTER TABLE guardian_chain_4 RENAME TO guardian_chain;
+
+CREATE TABLE guardian_turn_calls_4 (
+  sid BIGINT NOT NULL, turn_id TEXT COLLATE \"C\" NOT NULL, budget TEXT COLLATE \"C\" NOT NULL,
+  calls BIGINT NOT NULL, PRIMARY KEY (sid, turn_id, budget));
+INSERT INTO guardian_turn_calls_4 SELECT k.sid, t.turn_id, t.budget, t.calls
+  FROM guardian_turn_calls t JOIN guardian_sessions k ON k.session_id = t.session_id;
+DROP TABLE guardian_turn_calls;
+ALTER TABLE guardian_turn_calls_4 RENAME TO guardian_turn_calls;
+
+ALTER TABLE guardian_compactions ADD COLUMN sid BIGINT;
+UPDATE guardian_compactions t SET sid = k.sid FROM guardian_sessions k
+  WHERE k.session_id = t.session_id;
+ALTER TABLE guardian_compactions DROP COLUMN session_id, ALTER COLUMN sid SET NOT NULL;
+CREATE INDEX guardian_compactions_session ON guardian_compactions (sid, id);
+",
+];
+
+/// The SQLSTATE `guardian_fresh` raises.
+const STALE_STATE: &str = "MN409";
 
 /// Statements prepared once per connection.
 #[derive(Debug)]
 struct Stmts {
     lock: Statement,
     state: Statement,
+    fresh: Statement,
     flush: Statement,
     create: Statement,
     set_handshake: Statement,
@@ -121,7 +219,7 @@ impl Stmts {
     fn prepare(c: &mut Client) -> Result<Stmts, mnemo_postgres::postgres::Error> {
         Ok(Stmts {
             lock: c.prepare(
-                "SELECT version, methods FROM guardian_sessions WHERE session_id = $1 FOR UPDATE",
+                "SELECT version, methods, sid FROM guardian_sessions WHERE session_id = $1 FOR UPDATE",
             )?,
             // What a unit of work needs of a session it has just locked, in
             // one round trip (a statement of its own, after the lock, so
@@ -130,14 +228,30 @@ impl Stmts {
             // nonces it is about to mark the session has already seen.
             state: c.prepare(
                 "SELECT h.seq, h.hash,
-                   (SELECT max(seq) FROM guardian_steps WHERE session_id = $1),
+                   (SELECT max(seq) FROM guardian_steps WHERE sid = k.sid),
                    ARRAY(SELECT request_id FROM guardian_seen_requests
-                         WHERE session_id = $1 AND request_id = ANY($2::text[])),
+                         WHERE sid = k.sid AND request_id = ANY($2::text[])),
                    ARRAY(SELECT nonce FROM guardian_seen_nonces
-                         WHERE session_id = $1 AND nonce = ANY($3::text[]))
-                 FROM (SELECT 1) AS one
-                 LEFT JOIN LATERAL (SELECT seq, hash FROM guardian_chain WHERE session_id = $1
-                                    ORDER BY seq DESC LIMIT 1) AS h ON true",
+                         WHERE sid = k.sid AND nonce = ANY($3::text[]))
+                 FROM guardian_sessions AS k
+                 LEFT JOIN LATERAL (SELECT seq, hash FROM guardian_chain WHERE sid = k.sid
+                                    ORDER BY seq DESC LIMIT 1) AS h ON true
+                 WHERE k.session_id = $1",
+            )?,
+            // After the lock, in a statement of its own (a fresh snapshot):
+            // raises STALE_STATE unless the session's handshake, last step
+            // and chain head are the ones given ($2-$6, NULL for none).
+            fresh: c.prepare(
+                "SELECT guardian_fresh(
+                   EXISTS (SELECT 1 FROM guardian_sessions WHERE sid = $1::bigint
+                           AND version IS NOT DISTINCT FROM $2::text
+                           AND methods IS NOT DISTINCT FROM $3::text)
+                   AND (SELECT max(seq) FROM guardian_steps WHERE sid = $1::bigint)
+                       IS NOT DISTINCT FROM $4::bigint
+                   AND (SELECT max(seq) FROM guardian_chain WHERE sid = $1::bigint)
+                       IS NOT DISTINCT FROM $5::bigint
+                   AND (SELECT hash FROM guardian_chain WHERE sid = $1::bigint
+                        ORDER BY seq DESC LIMIT 1) IS NOT DISTINCT FROM $6::bytea)",
             )?,
             // The writes a unit of work deferred (rows it knows to be new),
             // all in one statement: every data-modifying WITH runs once.
@@ -147,23 +261,23 @@ impl Stmts {
             // never a replay silently accepted.
             flush: c.prepare(
                 "WITH r AS (
-                   INSERT INTO guardian_seen_requests (session_id, request_id, at_ms)
-                   SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[])),
+                   INSERT INTO guardian_seen_requests (sid, request_id, at_ms)
+                   SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[])),
                  n AS (
-                   INSERT INTO guardian_seen_nonces (session_id, nonce, at_ms)
-                   SELECT * FROM unnest($4::text[], $5::text[], $6::bigint[])),
+                   INSERT INTO guardian_seen_nonces (sid, nonce, at_ms)
+                   SELECT * FROM unnest($4::bigint[], $5::text[], $6::bigint[])),
                  ch AS (
-                   INSERT INTO guardian_chain (session_id, seq, canonical, hash)
-                   SELECT * FROM unnest($7::text[], $8::bigint[], $9::text[], $10::bytea[])),
+                   INSERT INTO guardian_chain (sid, seq, canonical, hash)
+                   SELECT * FROM unnest($7::bigint[], $8::bigint[], $9::text[], $10::bytea[])),
                  st AS (
-                   INSERT INTO guardian_steps (session_id, seq, step_id, method, provenance)
-                   SELECT * FROM unnest($11::text[], $12::bigint[], $13::text[], $14::text[], $15::text[])),
+                   INSERT INTO guardian_steps (sid, seq, step_id, method, provenance)
+                   SELECT * FROM unnest($11::bigint[], $12::bigint[], $13::text[], $14::text[], $15::text[])),
                  o AS (
-                   INSERT INTO guardian_step_origins (session_id, origin, seq)
-                   SELECT * FROM unnest($16::text[], $17::text[], $18::bigint[])),
+                   INSERT INTO guardian_step_origins (sid, origin, seq)
+                   SELECT * FROM unnest($16::bigint[], $17::text[], $18::bigint[])),
                  nd AS (
-                   INSERT INTO guardian_step_nodes (session_id, provenance_id, seq, node)
-                   SELECT * FROM unnest($19::text[], $20::text[], $21::bigint[], $22::text[]))
+                   INSERT INTO guardian_step_nodes (sid, provenance_id, seq, idx)
+                   SELECT * FROM unnest($19::bigint[], $20::text[], $21::bigint[], $22::integer[]))
                  SELECT 1",
             )?,
             create: c.prepare(
@@ -173,64 +287,85 @@ impl Stmts {
                 "UPDATE guardian_sessions SET version = $2, methods = $3 WHERE session_id = $1",
             )?,
             mark_request: c.prepare(
-                "INSERT INTO guardian_seen_requests (session_id, request_id, at_ms) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+                "INSERT INTO guardian_seen_requests (sid, request_id, at_ms)
+                 SELECT sid, $2, $3 FROM guardian_sessions WHERE session_id = $1 ON CONFLICT DO NOTHING",
             )?,
             mark_nonce: c.prepare(
-                "INSERT INTO guardian_seen_nonces (session_id, nonce, at_ms) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+                "INSERT INTO guardian_seen_nonces (sid, nonce, at_ms)
+                 SELECT sid, $2, $3 FROM guardian_sessions WHERE session_id = $1 ON CONFLICT DO NOTHING",
             )?,
             // The step and its index rows in one statement; a step number
             // already recorded inserts nothing (and aborts nothing).
             record_step: c.prepare(
                 "WITH st AS (
-                   INSERT INTO guardian_steps (session_id, seq, step_id, method, provenance)
-                   VALUES ($1, $2, $3, $4, $5) ON CONFLICT (session_id, seq) DO NOTHING RETURNING seq),
+                   INSERT INTO guardian_steps (sid, seq, step_id, method, provenance)
+                   SELECT sid, $2, $3, $4, $5 FROM guardian_sessions WHERE session_id = $1
+                   ON CONFLICT (sid, seq) DO NOTHING RETURNING sid, seq),
                  o AS (
-                   INSERT INTO guardian_step_origins (session_id, origin, seq)
-                   SELECT $1, x.origin, st.seq FROM st, unnest($6::text[]) AS x(origin)),
+                   INSERT INTO guardian_step_origins (sid, origin, seq)
+                   SELECT st.sid, x.origin, st.seq FROM st, unnest($6::text[]) AS x(origin)),
                  n AS (
-                   INSERT INTO guardian_step_nodes (session_id, provenance_id, seq, node)
-                   SELECT $1, u.id, st.seq, u.node FROM st, unnest($7::text[], $8::text[]) AS u(id, node))
+                   INSERT INTO guardian_step_nodes (sid, provenance_id, seq, idx)
+                   SELECT st.sid, u.id, st.seq, u.idx FROM st, unnest($7::text[], $8::integer[]) AS u(id, idx))
                  SELECT count(*) FROM st",
             )?,
             steps: c.prepare(
-                "SELECT seq, step_id, method, provenance FROM guardian_steps WHERE session_id = $1 ORDER BY seq",
+                "SELECT seq, step_id, method, provenance FROM guardian_steps
+                 WHERE sid = (SELECT sid FROM guardian_sessions WHERE session_id = $1) ORDER BY seq",
             )?,
             steps_by_id: c.prepare(
                 "SELECT DISTINCT ON (step_id) seq, step_id, method, provenance FROM guardian_steps
-                 WHERE session_id = $1 AND step_id = ANY($2::text[]) ORDER BY step_id, seq DESC",
+                 WHERE sid = (SELECT sid FROM guardian_sessions WHERE session_id = $1)
+                   AND step_id = ANY($2::text[]) ORDER BY step_id, seq DESC",
             )?,
             steps_with_origin: c.prepare(
                 "SELECT DISTINCT s.seq, s.step_id, s.method, s.provenance
-                 FROM unnest($2::text[]) AS g(origin)
+                 FROM guardian_sessions k
+                 CROSS JOIN unnest($2::text[]) AS g(origin)
                  CROSS JOIN LATERAL (
                    SELECT o.seq FROM guardian_step_origins o
-                   WHERE o.session_id = $1 AND o.origin = g.origin AND o.seq > $3 AND o.seq < $4
+                   WHERE o.sid = k.sid AND o.origin = g.origin AND o.seq > $3 AND o.seq < $4
                    ORDER BY o.seq DESC LIMIT $5) AS x
-                 JOIN guardian_steps s ON s.session_id = $1 AND s.seq = x.seq
+                 JOIN guardian_steps s ON s.sid = k.sid AND s.seq = x.seq
+                 WHERE k.session_id = $1
                  ORDER BY s.seq DESC LIMIT $5",
             )?,
             latest_nodes: c.prepare(
-                "SELECT DISTINCT ON (provenance_id) seq, node FROM guardian_step_nodes
-                 WHERE session_id = $1 AND provenance_id = ANY($2::text[]) ORDER BY provenance_id, seq DESC",
+                // The node itself is read from its step (stored once).
+                "SELECT d.seq, (s.provenance::json -> d.idx)::text
+                 FROM (SELECT DISTINCT ON (provenance_id) sid, seq, idx FROM guardian_step_nodes
+                       WHERE sid = (SELECT sid FROM guardian_sessions WHERE session_id = $1)
+                         AND provenance_id = ANY($2::text[])
+                       ORDER BY provenance_id, seq DESC) AS d
+                 JOIN guardian_steps s ON s.sid = d.sid AND s.seq = d.seq",
             )?,
             has_step: c.prepare(
-                "SELECT EXISTS (SELECT 1 FROM guardian_steps WHERE session_id = $1 AND step_id = $2 AND method = $3)",
+                "SELECT EXISTS (SELECT 1 FROM guardian_steps
+                 WHERE sid = (SELECT sid FROM guardian_sessions WHERE session_id = $1)
+                   AND step_id = $2 AND method = $3)",
             )?,
             chain_head: c.prepare(
-                "SELECT seq, hash FROM guardian_chain WHERE session_id = $1 ORDER BY seq DESC LIMIT 1",
+                "SELECT seq, hash FROM guardian_chain
+                 WHERE sid = (SELECT sid FROM guardian_sessions WHERE session_id = $1)
+                 ORDER BY seq DESC LIMIT 1",
             )?,
             append_chain: c.prepare(
-                "INSERT INTO guardian_chain (session_id, seq, canonical, hash) VALUES ($1, $2, $3, $4)",
+                "INSERT INTO guardian_chain (sid, seq, canonical, hash)
+                 SELECT sid, $2, $3, $4 FROM guardian_sessions WHERE session_id = $1",
             )?,
             record_compaction: c.prepare(
-                "INSERT INTO guardian_compactions (session_id, step_id, entries, verdict, reasoning, reason_codes) VALUES ($1, $2, $3, $4, $5, $6)",
+                "INSERT INTO guardian_compactions (sid, step_id, entries, verdict, reasoning, reason_codes)
+                 SELECT sid, $2, $3, $4, $5, $6 FROM guardian_sessions WHERE session_id = $1",
             )?,
             last_compaction: c.prepare(
-                "SELECT step_id, entries, verdict, reasoning, reason_codes FROM guardian_compactions WHERE session_id = $1 ORDER BY id DESC LIMIT 1",
+                "SELECT step_id, entries, verdict, reasoning, reason_codes FROM guardian_compactions
+                 WHERE sid = (SELECT sid FROM guardian_sessions WHERE session_id = $1)
+                 ORDER BY id DESC LIMIT 1",
             )?,
             count_turn_call: c.prepare(
-                "INSERT INTO guardian_turn_calls (session_id, turn_id, budget, calls) VALUES ($1, $2, $3, 1)
-                 ON CONFLICT (session_id, turn_id, budget) DO UPDATE SET calls = guardian_turn_calls.calls + 1
+                "INSERT INTO guardian_turn_calls (sid, turn_id, budget, calls)
+                 SELECT sid, $2, $3, 1 FROM guardian_sessions WHERE session_id = $1
+                 ON CONFLICT (sid, turn_id, budget) DO UPDATE SET calls = guardian_turn_calls.calls + 1
                  RETURNING calls",
             )?,
             // Skipping rows another transaction holds: never waits.
@@ -251,33 +386,34 @@ impl Stmts {
 #[derive(Debug, Default)]
 struct Pending {
     /// Replay marks: session, request id, time.
-    req_session: Vec<String>,
+    req_session: Vec<i64>,
     req_id: Vec<String>,
     req_at: Vec<i64>,
     /// Nonces: session, nonce, time.
-    nonce_session: Vec<String>,
+    nonce_session: Vec<i64>,
     nonce: Vec<String>,
     nonce_at: Vec<i64>,
     /// Chain entries: session, number, canonical text, hash.
-    chain_session: Vec<String>,
+    chain_session: Vec<i64>,
     chain_seq: Vec<i64>,
     chain_canonical: Vec<String>,
     chain_hash: Vec<Vec<u8>>,
     /// Steps: session, number, step id, method, provenance (JSON).
-    step_session: Vec<String>,
+    step_session: Vec<i64>,
     step_seq: Vec<i64>,
     step_id: Vec<String>,
     step_method: Vec<String>,
     step_provenance: Vec<String>,
     /// Their origins index: session, origin, number.
-    origin_session: Vec<String>,
+    origin_session: Vec<i64>,
     origin: Vec<String>,
     origin_seq: Vec<i64>,
-    /// Their nodes index: session, provenance id, number, node (JSON).
-    node_session: Vec<String>,
+    /// Their nodes index: session, provenance id, number, the node's
+    /// place in the step's provenance.
+    node_session: Vec<i64>,
     node_id: Vec<String>,
     node_seq: Vec<i64>,
-    node: Vec<String>,
+    node_idx: Vec<i32>,
 }
 
 impl Pending {
@@ -312,7 +448,7 @@ impl Pending {
             &self.node_session,
             &self.node_id,
             &self.node_seq,
-            &self.node,
+            &self.node_idx,
         ]
     }
 
@@ -329,6 +465,8 @@ impl Pending {
 /// (nothing else can write the session until it ends).
 #[derive(Debug, Default, Clone)]
 struct Locked {
+    /// The session's integer key.
+    sid: i64,
     handshake: Option<SessionHandshake>,
     /// The chain head, as this transaction last read or wrote it.
     head: Option<(u64, Hash)>,
@@ -338,6 +476,78 @@ struct Locked {
     requests: HashMap<String, bool>,
     /// Likewise nonces.
     nonces: HashMap<String, bool>,
+}
+
+/// What this process last committed of a session (or read under its lock
+/// and committed unchanged): what a batch is decided against when every
+/// session it names has one, before anything is sent.
+#[derive(Debug, Clone)]
+struct Seen {
+    sid: i64,
+    handshake: Option<SessionHandshake>,
+    head: Option<(u64, Hash)>,
+    last_step: Option<u64>,
+}
+
+/// The most sessions whose [`Seen`] a store keeps (beyond it, it forgets
+/// them all and reads each again under its lock).
+const SEEN_MAX: usize = 65_536;
+
+/// [`Seen`] as the freshness check's parameters ([`Stmts::fresh`]).
+#[derive(Debug)]
+struct Check {
+    session: String,
+    sid: i64,
+    version: Option<String>,
+    methods: Option<String>,
+    last_step: Option<i64>,
+    head_seq: Option<i64>,
+    head_hash: Option<Vec<u8>>,
+}
+
+impl Check {
+    fn new(session: String, seen: &Seen) -> Check {
+        Check {
+            session,
+            sid: seen.sid,
+            version: seen.handshake.as_ref().map(|h| h.version.clone()),
+            methods: seen
+                .handshake
+                .as_ref()
+                .and_then(|h| h.methods.as_ref().map(|m| m.join("\n"))),
+            last_step: seen.last_step.and_then(|s| i64::try_from(s).ok()),
+            head_seq: seen.head.and_then(|(s, _)| i64::try_from(s).ok()),
+            head_hash: seen.head.map(|(_, h)| h.to_vec()),
+        }
+    }
+
+    /// Lock the session's row, then check it: two steps of a pipeline.
+    fn steps<'a>(&'a self, st: &'a Stmts, steps: &mut Vec<Step<'a>>) {
+        steps.push(Step::Query(&st.lock, vec![&self.session]));
+        steps.push(Step::Query(
+            &st.fresh,
+            vec![
+                &self.sid,
+                &self.version,
+                &self.methods,
+                &self.last_step,
+                &self.head_seq,
+                &self.head_hash,
+            ],
+        ));
+    }
+}
+
+/// Whether a pipeline's first failure says that what a unit of work was
+/// decided against is out of date: the freshness check refused, or a row
+/// it took to be new (a replay mark, a step, a chain entry) was there.
+fn stale_in(results: &[Result<Rows, mnemo_postgres::postgres::Error>]) -> bool {
+    use mnemo_postgres::postgres::error::SqlState;
+    results
+        .iter()
+        .find_map(|r| r.as_ref().err())
+        .and_then(|e| e.code())
+        .is_some_and(|c| c.code() == STALE_STATE || *c == SqlState::UNIQUE_VIOLATION)
 }
 
 /// PostgreSQL-backed [`SessionStore`].
@@ -352,6 +562,17 @@ struct Locked {
 /// twice, whatever its size and however many sessions it spans — once for
 /// BEGIN with every session's row, lock and state, once for its rows with
 /// COMMIT.
+///
+/// When every session of a batch is one this handle committed last (its
+/// copy: handshake, last step, chain head), the batch is decided
+/// against that, and sent in one trip: BEGIN, each session's lock and a
+/// check that it is still as seen, the rows, COMMIT. A check that fails
+/// (another process moved the session on) or a row that is there after
+/// all (a replay mark another process holds) aborts the transaction:
+/// nothing is kept, the copy is dropped, and
+/// [`SessionStore::take_stale`] tells the Guardian to decide the batch
+/// again, the two-trip way. A statement the batch needs the database for
+/// (an index look-up, say) first sends the locks and checks.
 #[derive(Debug)]
 pub struct PostgresStore {
     /// The connection, with the statements prepared on it.
@@ -373,6 +594,13 @@ pub struct PostgresStore {
     expected: HashMap<String, (Vec<String>, Vec<String>)>,
     pending: Pending,
     pending_prune: Option<i64>,
+    /// Per session, what this handle last committed.
+    seen: HashMap<String, Seen>,
+    /// The open transaction's sessions decided against [`Seen`] and not
+    /// yet locked in the database (sorted), with what they were seen as.
+    optimistic: Vec<(String, Seen)>,
+    /// The last unit of work failed on a stale [`Seen`].
+    stale: bool,
 }
 
 /// A connection string, shown without its password.
@@ -433,8 +661,8 @@ fn locked_from(
     ids: Vec<String>,
     nonces: Vec<String>,
 ) -> Result<Locked, StoreError> {
-    let handshake = match lock.first() {
-        Some(row) => handshake_from(row.get(0), row.get(1)),
+    let (sid, handshake) = match lock.first() {
+        Some(row) => (row.get::<_, i64>(2), handshake_from(row.get(0), row.get(1))),
         None => {
             return Err(StoreError::Corrupt(
                 "postgres: the session row was not there to lock".into(),
@@ -465,6 +693,7 @@ fn locked_from(
         nonce_map.insert(n, true);
     }
     Ok(Locked {
+        sid,
         handshake,
         head,
         last_step,
@@ -482,9 +711,6 @@ impl PostgresStore {
         {
             let mig = Pg::connect(url).map_err(db)?;
             mig.migrate(COMPONENT, MIGRATIONS).map_err(db)?;
-            mig.call(|c| c.batch_execute(ADD_COLUMNS))
-                .map_err(db)?
-                .map_err(pgerr)?;
         }
         PostgresStore::connect(url)
     }
@@ -503,6 +729,9 @@ impl PostgresStore {
             expected: HashMap::new(),
             pending: Pending::default(),
             pending_prune: None,
+            seen: HashMap::new(),
+            optimistic: Vec::new(),
+            stale: false,
         })
     }
 
@@ -558,7 +787,7 @@ impl PostgresStore {
                 todo.push((*s).to_string());
             }
         }
-        if !self.in_tx || todo.is_empty() {
+        if !self.in_tx || (todo.is_empty() && self.optimistic.is_empty()) {
             return Ok(());
         }
         let expects: Vec<(Vec<String>, Vec<String>)> = todo
@@ -567,12 +796,22 @@ impl PostgresStore {
             .collect();
         let pending = std::mem::take(&mut self.pending);
         let begin = std::mem::take(&mut self.begin_unsent);
+        // Sessions decided against what was seen: locked and checked
+        // first, before the rows written against them.
+        let checks: Vec<Check> = std::mem::take(&mut self.optimistic)
+            .into_iter()
+            .map(|(s, seen)| Check::new(s, &seen))
+            .collect();
         let out = self
             .pg
             .call(move |c, st| {
-                let mut steps: Vec<Step<'_>> = Vec::with_capacity(2 + 3 * todo.len());
+                let mut steps: Vec<Step<'_>> =
+                    Vec::with_capacity(2 + 2 * checks.len() + 3 * todo.len());
                 if begin {
                     steps.push(Step::Simple("BEGIN"));
+                }
+                for check in &checks {
+                    check.steps(st, &mut steps);
                 }
                 if !pending.is_empty() {
                     steps.push(Step::Query(&st.flush, pending.params()));
@@ -583,25 +822,69 @@ impl PostgresStore {
                     steps.push(Step::Query(&st.lock, vec![s]));
                     steps.push(Step::Query(&st.state, vec![s, ids, nonces]));
                 }
-                let rows = all_rows(c.pipeline(&steps))?;
+                let results = c.pipeline(&steps);
                 drop(steps);
+                let stale = !checks.is_empty() && stale_in(&results);
+                let rows = match all_rows(results) {
+                    Ok(rows) => rows,
+                    Err(e) => return Err((e, stale)),
+                };
                 let mut locked = Vec::with_capacity(todo.len());
                 for (i, (s, (ids, nonces))) in todo.into_iter().zip(expects).enumerate() {
                     let at = first + 3 * i;
-                    locked.push((s, locked_from(&rows[at + 1], &rows[at + 2], ids, nonces)?));
+                    let l = locked_from(&rows[at + 1], &rows[at + 2], ids, nonces)
+                        .map_err(|e| (e, false))?;
+                    locked.push((s, l));
                 }
-                Ok::<_, StoreError>(locked)
+                Ok(locked)
             })
-            .map_err(db);
+            .map_err(|e| (db(e), false));
         match out.and_then(|o| o) {
             Ok(locked) => {
                 self.locked.extend(locked);
                 Ok(())
             }
-            Err(e) => {
+            Err((e, stale)) => {
                 self.failed = true;
+                self.stale |= stale;
                 Err(e)
             }
+        }
+    }
+
+    /// Sends the open transaction's locks and checks of the sessions it
+    /// decided against what it had seen, if any (before a statement that
+    /// needs the database as it is).
+    fn settle(&mut self) -> Result<(), StoreError> {
+        if self.in_tx && !self.optimistic.is_empty() {
+            self.lock_many(&[])?;
+        }
+        Ok(())
+    }
+
+    /// After a commit: what the transaction's sessions are now.
+    fn remember(&mut self, locked: HashMap<String, Locked>) {
+        if self.seen.len() + locked.len() > SEEN_MAX {
+            self.seen.clear();
+        }
+        for (s, l) in locked {
+            self.seen.insert(
+                s,
+                Seen {
+                    sid: l.sid,
+                    handshake: l.handshake,
+                    head: l.head,
+                    last_step: l.last_step,
+                },
+            );
+        }
+    }
+
+    /// After a failure or a rollback: the transaction's sessions are read
+    /// again under their locks next time.
+    fn forget(&mut self, locked: &HashMap<String, Locked>) {
+        for s in locked.keys() {
+            self.seen.remove(s);
         }
     }
 
@@ -636,6 +919,7 @@ impl PostgresStore {
                 })
                 .map_err(db)?;
         }
+        self.settle()?;
         self.lock(session)?;
         let pending = std::mem::take(&mut self.pending);
         let out = self
@@ -658,6 +942,7 @@ impl PostgresStore {
     /// (for audits and tests).
     pub fn chain_entries(&mut self, session: &str) -> Result<Vec<(String, Hash)>, StoreError> {
         let s = session.to_string();
+        self.settle()?;
         // After this transaction's deferred writes, without locking.
         let pending = std::mem::take(&mut self.pending);
         let rows = self
@@ -665,7 +950,8 @@ impl PostgresStore {
             .call(move |c, st| {
                 pending.flush(c, st)?;
                 c.query_sql(
-                    "SELECT canonical, hash FROM guardian_chain WHERE session_id = $1 ORDER BY seq",
+                    "SELECT canonical, hash FROM guardian_chain
+                     WHERE sid = (SELECT sid FROM guardian_sessions WHERE session_id = $1) ORDER BY seq",
                     &[&s],
                 )
                 .map_err(pgerr)
@@ -687,37 +973,81 @@ impl PostgresStore {
                 )
             })
             .map_err(db)?
-            .map_err(pgerr)
+            .map_err(pgerr)?;
+        self.seen.clear();
+        Ok(())
     }
 
     /// Ends the open transaction: sends the deferred writes and commits
-    /// (`commit`), or drops them and rolls back.
+    /// (`commit`), or drops them and rolls back. A transaction decided
+    /// against what was seen sends its locks and checks with its rows and
+    /// COMMIT, in one trip.
     fn end_tx(&mut self, commit: bool) -> Result<(), StoreError> {
         self.in_tx = false;
         self.failed = false;
-        self.locked.clear();
+        let locked = std::mem::take(&mut self.locked);
         self.expected.clear();
         let pending = std::mem::take(&mut self.pending);
-        if std::mem::take(&mut self.begin_unsent) {
-            // Nothing was sent: there is no transaction to end.
+        let optimistic = std::mem::take(&mut self.optimistic);
+        let begin = std::mem::take(&mut self.begin_unsent);
+        if begin && (!commit || pending.is_empty()) {
+            // Nothing was sent, and nothing is to be written: there is no
+            // transaction to end.
+            if commit {
+                self.remember(locked);
+            } else {
+                self.forget(&locked);
+            }
             return Ok(());
         }
-        self.pg
+        let checks: Vec<Check> = optimistic
+            .into_iter()
+            .map(|(s, seen)| Check::new(s, &seen))
+            .collect();
+        let out = self
+            .pg
             .call(move |c, st| {
                 if !commit {
-                    return c.batch_execute("ROLLBACK").map_err(pgerr);
+                    return (c.batch_execute("ROLLBACK").map_err(pgerr), false);
                 }
                 // The deferred rows and COMMIT in one trip: when the rows
                 // fail, the transaction is aborted and its COMMIT rolls
                 // back; the rows' error is the answer.
-                let mut steps = Vec::with_capacity(2);
+                let mut steps = Vec::with_capacity(3 + 2 * checks.len());
+                if begin {
+                    steps.push(Step::Simple("BEGIN"));
+                }
+                for check in &checks {
+                    check.steps(st, &mut steps);
+                }
                 if !pending.is_empty() {
                     steps.push(Step::Query(&st.flush, pending.params()));
                 }
                 steps.push(Step::Simple("COMMIT"));
-                all_rows(c.pipeline(&steps)).map(drop)
+                let results = c.pipeline(&steps);
+                let stale = !checks.is_empty() && stale_in(&results);
+                (all_rows(results).map(drop), stale)
             })
-            .map_err(db)?
+            .map_err(db);
+        match out {
+            Ok((Ok(()), _)) if commit => {
+                self.remember(locked);
+                Ok(())
+            }
+            Ok((Ok(()), _)) => {
+                self.forget(&locked);
+                Ok(())
+            }
+            Ok((Err(e), stale)) => {
+                self.stale |= stale;
+                self.forget(&locked);
+                Err(e)
+            }
+            Err(e) => {
+                self.forget(&locked);
+                Err(e)
+            }
+        }
     }
 
     /// Forgets replay marks older than `before_ms`, outside any unit of
@@ -740,7 +1070,9 @@ impl SessionStore for PostgresStore {
             self.in_tx = true;
             self.begin_unsent = true;
             self.failed = false;
+            self.stale = false;
             self.locked.clear();
+            self.optimistic.clear();
             self.pending = Pending::default();
         }
         Ok(())
@@ -769,7 +1101,44 @@ impl SessionStore for PostgresStore {
         Ok(())
     }
     fn lock_sessions(&mut self, sessions: &[&str]) -> Result<(), StoreError> {
+        // Every session seen, nothing sent yet: decide against what was
+        // seen, and lock and check at commit (or before the first
+        // statement that needs the database).
+        if self.in_tx
+            && self.begin_unsent
+            && !self.failed
+            && self.locked.is_empty()
+            && self.pending.is_empty()
+            && !sessions.is_empty()
+            && sessions.iter().all(|s| self.seen.contains_key(*s))
+        {
+            let mut sorted: Vec<&str> = sessions.to_vec();
+            sorted.sort_unstable();
+            sorted.dedup();
+            for s in sorted {
+                let Some(seen) = self.seen.get(s).cloned() else {
+                    continue;
+                };
+                let (ids, nonces) = self.expected.remove(s).unwrap_or_default();
+                self.locked.insert(
+                    s.to_string(),
+                    Locked {
+                        sid: seen.sid,
+                        handshake: seen.handshake.clone(),
+                        head: seen.head,
+                        last_step: seen.last_step,
+                        requests: ids.into_iter().map(|i| (i, false)).collect(),
+                        nonces: nonces.into_iter().map(|n| (n, false)).collect(),
+                    },
+                );
+                self.optimistic.push((s.to_string(), seen));
+            }
+            return Ok(());
+        }
         self.lock_many(sessions)
+    }
+    fn take_stale(&mut self) -> bool {
+        std::mem::take(&mut self.stale)
     }
     fn wants_marks_ahead(&self) -> bool {
         true
@@ -833,8 +1202,9 @@ impl SessionStore for PostgresStore {
                 return Ok(false);
             }
             *seen = true;
+            let sid = l.sid;
             let p = &mut self.pending;
-            p.req_session.push(session.to_string());
+            p.req_session.push(sid);
             p.req_id.push(request_id.to_string());
             p.req_at.push(at_ms);
             return Ok(true);
@@ -855,8 +1225,9 @@ impl SessionStore for PostgresStore {
                 return Ok(false);
             }
             *seen = true;
+            let sid = l.sid;
             let p = &mut self.pending;
-            p.nonce_session.push(session.to_string());
+            p.nonce_session.push(sid);
             p.nonce.push(nonce.to_string());
             p.nonce_at.push(at_ms);
             return Ok(true);
@@ -889,16 +1260,19 @@ impl SessionStore for PostgresStore {
             .collect();
         origins.sort_unstable();
         origins.dedup();
-        // The last node of each provenance id within the step.
-        let mut last: HashMap<&str, &Provenance> = HashMap::new();
-        for p in &step.provenance {
-            last.insert(p.provenance_id.as_str(), p);
+        // The place of the last node of each provenance id within the
+        // step (the node itself is read from the step's provenance).
+        let mut last: HashMap<&str, i32> = HashMap::new();
+        for (i, p) in step.provenance.iter().enumerate() {
+            let i = i32::try_from(i)
+                .map_err(|_| StoreError::Corrupt(format!("{i} provenance nodes in a step")))?;
+            last.insert(p.provenance_id.as_str(), i);
         }
         let mut node_ids = Vec::with_capacity(last.len());
         let mut nodes = Vec::with_capacity(last.len());
-        for (id, p) in last {
+        for (id, i) in last {
             node_ids.push(id.to_string());
-            nodes.push(serde_json::to_string(p).map_err(|e| StoreError::Corrupt(e.to_string()))?);
+            nodes.push(i);
         }
         self.lock(session)?;
         // Above the session's last step (under the lock): certainly new.
@@ -906,22 +1280,23 @@ impl SessionStore for PostgresStore {
             && l.last_step.is_none_or(|m| step.seq > m)
         {
             l.last_step = Some(step.seq);
+            let sid = l.sid;
             let p = &mut self.pending;
-            p.step_session.push(session.to_string());
+            p.step_session.push(sid);
             p.step_seq.push(seq);
             p.step_id.push(step_id);
             p.step_method.push(method);
             p.step_provenance.push(prov);
             for o in origins {
-                p.origin_session.push(session.to_string());
+                p.origin_session.push(sid);
                 p.origin.push(o);
                 p.origin_seq.push(seq);
             }
             for (id, node) in node_ids.into_iter().zip(nodes) {
-                p.node_session.push(session.to_string());
+                p.node_session.push(sid);
                 p.node_id.push(id);
                 p.node_seq.push(seq);
-                p.node.push(node);
+                p.node_idx.push(node);
             }
             return Ok(());
         }
@@ -1057,8 +1432,9 @@ impl SessionStore for PostgresStore {
             && l.head.is_none_or(|(m, _)| n > m)
         {
             l.head = Some((n, *hash));
+            let sid = l.sid;
             let p = &mut self.pending;
-            p.chain_session.push(session.to_string());
+            p.chain_session.push(sid);
             p.chain_seq.push(seq);
             p.chain_canonical.push(canonical.to_string());
             p.chain_hash.push(hash.to_vec());

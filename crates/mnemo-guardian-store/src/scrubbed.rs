@@ -184,6 +184,9 @@ impl<S: SessionStore> SessionStore for Scrubbed<S> {
         let other = self.inner.another()?;
         Some(other.map(|s| Box::new(Scrubbed::new(s)) as Box<dyn SessionStore + Send>))
     }
+    fn take_stale(&mut self) -> bool {
+        self.inner.take_stale()
+    }
     fn handshake(&mut self, session: &str) -> Result<Option<SessionHandshake>, StoreError> {
         self.inner.handshake(session)
     }

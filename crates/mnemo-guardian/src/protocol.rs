@@ -429,6 +429,10 @@ impl<S: SessionStore> Guardian<S> {
 
     /// Handles several parsed requests, in order, in one store transaction
     /// (group commit). When the commit fails every answer is an internal error.
+    /// A store that decided the batch against its own copy of a session's
+    /// state and found, on sending it, that another process had moved the
+    /// session on ([`SessionStore::take_stale`]) kept nothing of it: the
+    /// batch is decided once more, against the database.
     pub fn handle_batch(&mut self, reqs: &[Value]) -> Vec<Value> {
         let ids: Vec<Value> = reqs
             .iter()
@@ -437,10 +441,10 @@ impl<S: SessionStore> Guardian<S> {
                 _ => Value::Null,
             })
             .collect();
-        if let Err(e) = self.store.begin() {
+        let fail = |ids: Vec<Value>, e: StoreError| -> Vec<Value> {
             let e: RpcError = e.into();
-            return ids.into_iter().map(|id| error_response(id, &e)).collect();
-        }
+            ids.into_iter().map(|id| error_response(id, &e)).collect()
+        };
         // Every session of the batch is locked up front, in order (a store
         // shared between processes must never see two batches lock the
         // same sessions in opposite orders).
@@ -468,22 +472,32 @@ impl<S: SessionStore> Guardian<S> {
                 nonces.push(n);
             }
         }
-        let announced = marks
-            .iter()
-            .try_for_each(|(s, (ids, nonces))| self.store.expect_marks(s, ids, nonces));
-        if let Err(e) = announced.and_then(|()| self.store.lock_sessions(&sessions)) {
-            let _ = self.store.rollback();
-            let e: RpcError = e.into();
-            return ids.into_iter().map(|id| error_response(id, &e)).collect();
-        }
-        self.in_batch = true;
-        let out: Vec<Value> = reqs.iter().map(|r| self.handle_value(r)).collect();
-        self.in_batch = false;
-        match self.store.commit() {
-            Ok(()) => out,
-            Err(e) => {
-                let e: RpcError = e.into();
-                ids.into_iter().map(|id| error_response(id, &e)).collect()
+        let mut first_try = true;
+        loop {
+            if let Err(e) = self.store.begin() {
+                return fail(ids, e);
+            }
+            let announced = marks
+                .iter()
+                .try_for_each(|(s, (ids, nonces))| self.store.expect_marks(s, ids, nonces));
+            if let Err(e) = announced.and_then(|()| self.store.lock_sessions(&sessions)) {
+                let _ = self.store.rollback();
+                if std::mem::take(&mut first_try) && self.store.take_stale() {
+                    continue;
+                }
+                return fail(ids, e);
+            }
+            self.in_batch = true;
+            let out: Vec<Value> = reqs.iter().map(|r| self.handle_value(r)).collect();
+            self.in_batch = false;
+            match self.store.commit() {
+                Ok(()) => return out,
+                Err(e) => {
+                    if std::mem::take(&mut first_try) && self.store.take_stale() {
+                        continue;
+                    }
+                    return fail(ids, e);
+                }
             }
         }
     }

@@ -139,6 +139,17 @@ pub trait SessionStore {
     fn another(&self) -> Option<Result<Box<dyn SessionStore + Send>, StoreError>> {
         None
     }
+    /// Whether the unit of work that just failed had been decided against
+    /// this handle's own copy of a session's state (what it last
+    /// committed: chain head, last step, handshake) that another process
+    /// had since moved on, or with a replay mark another process holds:
+    /// the store found out when it sent the unit of work and kept nothing
+    /// of it, and has dropped its copy, so the same requests run again are
+    /// decided against the database. Reading clears it. `false` (the
+    /// default): the store never decides against a copy.
+    fn take_stale(&mut self) -> bool {
+        false
+    }
     /// The session's handshake, when it completed one.
     fn handshake(&mut self, session: &str) -> Result<Option<SessionHandshake>, StoreError>;
     /// Records (or replaces) the session's handshake.
@@ -555,6 +566,9 @@ impl<T: SessionStore + ?Sized> SessionStore for Box<T> {
     }
     fn another(&self) -> Option<Result<Box<dyn SessionStore + Send>, StoreError>> {
         (**self).another()
+    }
+    fn take_stale(&mut self) -> bool {
+        (**self).take_stale()
     }
     fn handshake(&mut self, session: &str) -> Result<Option<SessionHandshake>, StoreError> {
         (**self).handshake(session)
