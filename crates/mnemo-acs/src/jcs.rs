@@ -69,15 +69,16 @@ fn write_omitting(out: &mut String, value: &Value, omit: &[&[&str]]) {
 /// `BTreeMap`, which iterates in byte order, so this holds unless a name
 /// has a character at or above U+E000; then the members are sorted.
 fn members_in_order(map: &serde_json::Map<String, Value>) -> bool {
-    let mut keys = map.keys();
-    let Some(mut prev) = keys.next() else {
-        return true;
-    };
-    for k in keys {
-        if utf16_cmp(prev, k) != std::cmp::Ordering::Less {
+    // Each name is scanned once: without a byte >= 0xEE byte order is
+    // UTF-16 order (see `utf16_cmp`); a name with one takes the sorting
+    // path, which is right whatever the order.
+    let mut prev: Option<&[u8]> = None;
+    for k in map.keys() {
+        let k = k.as_bytes();
+        if k.iter().any(|&b| b >= 0xEE) || prev.is_some_and(|p| p >= k) {
             return false;
         }
-        prev = k;
+        prev = Some(k);
     }
     true
 }
@@ -184,6 +185,7 @@ pub fn write_f64(out: &mut String, f: f64) {
 }
 
 fn write_string(out: &mut String, s: &str) {
+    out.reserve(s.len() + 2);
     out.push('"');
     let bytes = s.as_bytes();
     let mut run = 0;

@@ -257,11 +257,19 @@ fn walk(v: &Value, out: &mut Vec<Provenance>) {
 
 /// Entry-level provenance summary of a list of provenance objects.
 pub fn summarize(provs: &[Provenance]) -> ProvenanceSummary {
+    summarize_iter(provs)
+}
+
+/// [`summarize`] of the provenance objects an iterator yields (a caller
+/// whose nodes are spread over several lists need not copy them into one).
+pub fn summarize_iter<'a>(provs: impl IntoIterator<Item = &'a Provenance>) -> ProvenanceSummary {
     let mut seen: Vec<Origin> = Vec::new();
+    let mut total: u64 = 0;
     // Counted by position in `seen` (at most seven origins), then named:
     // no key string made per node.
     let mut n: Vec<u64> = Vec::new();
     for p in provs {
+        total += 1;
         match seen
             .iter()
             .position(|o| *o == p.origin)
@@ -281,7 +289,7 @@ pub fn summarize(provs: &[Provenance]) -> ProvenanceSummary {
         .collect();
     ProvenanceSummary {
         origins_seen: Some(seen),
-        entry_count: Some(provs.len() as u64),
+        entry_count: Some(total),
         entry_count_by_origin: Some(counts),
         earliest_step_id_by_origin: None,
         max_lineage_depth: None,

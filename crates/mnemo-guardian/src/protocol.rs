@@ -1034,12 +1034,8 @@ impl<S: SessionStore> Guardian<S> {
         &mut self,
         host: &HostCompaction<'_>,
     ) -> (Decision, Result<Hash, RpcError>) {
-        let all: Vec<Provenance> = host
-            .entries
-            .iter()
-            .flat_map(|e| e.provenance.iter().cloned())
-            .collect();
-        let mut summary = model::summarize(&all);
+        let mut summary =
+            model::summarize_iter(host.entries.iter().flat_map(|e| e.provenance.iter()));
         let mut earliest = std::collections::BTreeMap::new();
         for e in host.entries {
             for p in &e.provenance {
@@ -1090,7 +1086,10 @@ impl<S: SessionStore> Guardian<S> {
         // An allowed compaction keeps what it judged, so that the
         // postCompact can give the summary its lineage.
         let judged = if d.verdict == Verdict::Allow {
-            all
+            host.entries
+                .iter()
+                .flat_map(|e| e.provenance.iter().cloned())
+                .collect()
         } else {
             Vec::new()
         };
