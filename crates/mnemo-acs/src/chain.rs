@@ -17,13 +17,22 @@ pub fn sha256(bytes: &[u8]) -> Hash {
 
 /// Lowercase hex of a digest.
 pub fn to_hex(h: &Hash) -> String {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut s = String::with_capacity(64);
-    for b in h {
-        s.push(char::from(HEX[usize::from(b >> 4)]));
-        s.push(char::from(HEX[usize::from(b & 15)]));
-    }
+    push_hex(&mut s, h);
     s
+}
+
+/// Appends the lowercase hex of a digest to `out` (64 bytes written at
+/// once, not a character at a time).
+pub fn push_hex(out: &mut String, h: &Hash) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut buf = [0u8; 64];
+    for (pair, b) in buf.chunks_exact_mut(2).zip(h) {
+        pair[0] = HEX[usize::from(b >> 4)];
+        pair[1] = HEX[usize::from(b & 15)];
+    }
+    // Every byte is an ASCII hex digit.
+    out.push_str(std::str::from_utf8(&buf).unwrap_or_default());
 }
 
 /// Parses 64 lowercase hex digits.

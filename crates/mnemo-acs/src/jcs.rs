@@ -33,14 +33,21 @@ fn write_omitting(out: &mut String, value: &Value, omit: &[&[&str]]) {
     if omit.is_empty() {
         return write_value(out, value);
     }
-    let mut keys: Vec<(&String, &Value)> = map
-        .iter()
-        .filter(|(k, _)| !omit.iter().any(|p| p.len() == 1 && p[0] == k.as_str()))
-        .collect();
-    keys.sort_by(|a, b| utf16_cmp(a.0, b.0));
+    let kept = |k: &str| !omit.iter().any(|p| p.len() == 1 && p[0] == k);
+    let mut in_order;
+    let mut sorted;
+    let members: &mut dyn Iterator<Item = (&String, &Value)> = if members_in_order(map) {
+        in_order = map.iter().filter(|(k, _)| kept(k));
+        &mut in_order
+    } else {
+        let mut keys: Vec<(&String, &Value)> = map.iter().filter(|(k, _)| kept(k)).collect();
+        keys.sort_by(|a, b| utf16_cmp(a.0, b.0));
+        sorted = keys.into_iter();
+        &mut sorted
+    };
     out.push('{');
     let mut below: Vec<&[&str]> = Vec::new();
-    for (i, (k, v)) in keys.into_iter().enumerate() {
+    for (i, (k, v)) in members.enumerate() {
         if i > 0 {
             out.push(',');
         }
@@ -55,6 +62,35 @@ fn write_omitting(out: &mut String, value: &Value, omit: &[&[&str]]) {
         write_omitting(out, v, &below);
     }
     out.push('}');
+}
+
+/// Whether the map iterates its members in RFC 8785 order already (each
+/// name before the next by UTF-16 code units). serde_json's map is a
+/// `BTreeMap`, which iterates in byte order, so this holds unless a name
+/// has a character at or above U+E000; then the members are sorted.
+fn members_in_order(map: &serde_json::Map<String, Value>) -> bool {
+    let mut keys = map.keys();
+    let Some(mut prev) = keys.next() else {
+        return true;
+    };
+    for k in keys {
+        if utf16_cmp(prev, k) != std::cmp::Ordering::Less {
+            return false;
+        }
+        prev = k;
+    }
+    true
+}
+
+/// Appends the canonical text of `value` to `out` (what [`canonicalize`]
+/// returns, written into a buffer the caller keeps).
+pub fn append_canonical(out: &mut String, value: &Value) {
+    write_value(out, value);
+}
+
+/// Appends `s` as a canonical JSON string (quotes and minimal escapes).
+pub fn append_string(out: &mut String, s: &str) {
+    write_string(out, s);
 }
 
 /// RFC 8785's member order: by UTF-16 code units. UTF-8 byte order is code
@@ -86,10 +122,19 @@ fn write_value(out: &mut String, value: &Value) {
             out.push(']');
         }
         Value::Object(map) => {
-            let mut keys: Vec<(&String, &Value)> = map.iter().collect();
-            keys.sort_by(|a, b| utf16_cmp(a.0, b.0));
+            let mut in_order;
+            let mut sorted;
+            let members: &mut dyn Iterator<Item = (&String, &Value)> = if members_in_order(map) {
+                in_order = map.iter();
+                &mut in_order
+            } else {
+                let mut keys: Vec<(&String, &Value)> = map.iter().collect();
+                keys.sort_by(|a, b| utf16_cmp(a.0, b.0));
+                sorted = keys.into_iter();
+                &mut sorted
+            };
             out.push('{');
-            for (i, (k, v)) in keys.into_iter().enumerate() {
+            for (i, (k, v)) in members.enumerate() {
                 if i > 0 {
                     out.push(',');
                 }
@@ -276,6 +321,98 @@ mod tests {
             canonicalize(&v),
             "{\"\\r\":\"Carriage Return\",\"1\":\"One\",\"\u{80}\":\"Control\",\"\u{f6}\":\"Latin\",\"\u{20ac}\":\"Euro Sign\",\"\u{1f600}\":\"Emoji\",\"\u{fb33}\":\"Hebrew\"}"
         );
+    }
+
+    /// The canonical text by the definition: members always sorted by
+    /// their UTF-16 code units (what the in-order shortcut must equal).
+    fn reference(out: &mut String, v: &Value) {
+        match v {
+            Value::Object(map) => {
+                let mut keys: Vec<(&String, &Value)> = map.iter().collect();
+                keys.sort_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
+                out.push('{');
+                for (i, (k, v)) in keys.into_iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(&serde_json::to_string(k).unwrap_or_default());
+                    out.push(':');
+                    reference(out, v);
+                }
+                out.push('}');
+            }
+            Value::Array(items) => {
+                out.push('[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    reference(out, item);
+                }
+                out.push(']');
+            }
+            other => write_value(out, other),
+        }
+    }
+
+    /// Objects whose names mix characters on both sides of the byte-order /
+    /// UTF-16-order split (U+E000..U+FFFF against surrogate pairs), nested:
+    /// the shortcut that keeps the map's own order when it is already
+    /// canonical gives the text of always sorting, with and without omissions.
+    #[test]
+    fn member_order_shortcut_equals_always_sorting() {
+        let alphabet = [
+            'a',
+            'b',
+            'z',
+            '\u{e9}',
+            '\u{e000}',
+            '\u{fb33}',
+            '\u{ffff}',
+            '\u{10000}',
+            '\u{1f600}',
+        ];
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut high = 0;
+        for _ in 0..2000 {
+            let mut outer = serde_json::Map::new();
+            for _ in 0..(next() % 6) {
+                let mut inner = serde_json::Map::new();
+                for _ in 0..(next() % 5) {
+                    let key: String = (0..1 + next() % 3)
+                        .map(|_| alphabet[(next() % alphabet.len() as u64) as usize])
+                        .collect();
+                    inner.insert(key, json!(next() % 100));
+                }
+                let key: String = (0..1 + next() % 3)
+                    .map(|_| alphabet[(next() % alphabet.len() as u64) as usize])
+                    .collect();
+                outer.insert(key, Value::Object(inner));
+            }
+            outer.insert("signature".into(), json!("s"));
+            let v = Value::Object(outer);
+            let mut want = String::new();
+            reference(&mut want, &v);
+            assert_eq!(canonicalize(&v), want);
+            if !members_in_order(v.as_object().unwrap_or(&serde_json::Map::new())) {
+                high += 1;
+            }
+            let mut copy = v.clone();
+            if let Some(m) = copy.as_object_mut() {
+                m.remove("signature");
+            }
+            let mut want = String::new();
+            reference(&mut want, &copy);
+            assert_eq!(canonicalize_omitting(&v, &[&["signature"]]), want);
+        }
+        // Both paths ran: maps out of UTF-16 order were met and sorted.
+        assert!(high > 100, "{high}");
     }
 
     #[test]

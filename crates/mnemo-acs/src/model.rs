@@ -242,7 +242,7 @@ fn walk(v: &Value, out: &mut Vec<Provenance>) {
                 match k.as_str() {
                     "value" | "metadata" | "parameter_overrides" => {}
                     "provenance" => {
-                        if let Ok(p) = serde_json::from_value::<Provenance>(child.clone()) {
+                        if let Ok(p) = Provenance::deserialize(child) {
                             out.push(p);
                         }
                     }
@@ -258,13 +258,27 @@ fn walk(v: &Value, out: &mut Vec<Provenance>) {
 /// Entry-level provenance summary of a list of provenance objects.
 pub fn summarize(provs: &[Provenance]) -> ProvenanceSummary {
     let mut seen: Vec<Origin> = Vec::new();
-    let mut counts = std::collections::BTreeMap::new();
+    // Counted by position in `seen` (at most seven origins), then named:
+    // no key string made per node.
+    let mut n: Vec<u64> = Vec::new();
     for p in provs {
-        if !seen.contains(&p.origin) {
-            seen.push(p.origin);
+        match seen
+            .iter()
+            .position(|o| *o == p.origin)
+            .and_then(|i| n.get_mut(i))
+        {
+            Some(c) => *c += 1,
+            None => {
+                seen.push(p.origin);
+                n.push(1);
+            }
         }
-        *counts.entry(p.origin.as_str().to_string()).or_insert(0u64) += 1;
     }
+    let counts: std::collections::BTreeMap<String, u64> = seen
+        .iter()
+        .zip(&n)
+        .map(|(o, c)| (o.as_str().to_string(), *c))
+        .collect();
     ProvenanceSummary {
         origins_seen: Some(seen),
         entry_count: Some(provs.len() as u64),
@@ -618,4 +632,53 @@ pub fn parse_payload(
         "steps/subagentStop" => Payload::SubagentStop(de(payload)?),
         _ => Payload::Other(payload.as_object().cloned().unwrap_or_default()),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_counts_each_origin_and_keeps_first_appearance_order() {
+        let o = [
+            Origin::ToolOutput,
+            Origin::UserInput,
+            Origin::ToolOutput,
+            Origin::External,
+            Origin::UserInput,
+            Origin::ToolOutput,
+        ];
+        let provs: Vec<Provenance> = o
+            .iter()
+            .enumerate()
+            .map(|(i, o)| Provenance::new(format!("p{i}"), *o, None))
+            .collect();
+        let s = summarize(&provs);
+        assert_eq!(
+            s.origins_seen,
+            Some(vec![
+                Origin::ToolOutput,
+                Origin::UserInput,
+                Origin::External
+            ])
+        );
+        assert_eq!(s.entry_count, Some(6));
+        let counts: Vec<(String, u64)> = s
+            .entry_count_by_origin
+            .unwrap_or_default()
+            .into_iter()
+            .collect();
+        assert_eq!(
+            counts,
+            vec![
+                ("external".to_string(), 1),
+                ("tool_output".to_string(), 3),
+                ("user_input".to_string(), 2)
+            ]
+        );
+        assert_eq!(
+            summarize(&[]).entry_count_by_origin,
+            Some(Default::default())
+        );
+    }
 }

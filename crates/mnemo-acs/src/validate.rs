@@ -843,13 +843,57 @@ pub fn response_envelope_schema() -> &'static Node {
 
 /// Validates `value` against `node`; `base` is the JSON Pointer of `value`.
 pub fn validate(node: &Node, value: &Value, base: &str) -> Result<(), ValidationError> {
-    let mut path = String::from(base);
+    let mut path = Path {
+        base,
+        tokens: Vec::new(),
+    };
     check(node, value, &mut path)
 }
 
-fn err(path: &str, message: impl Into<String>) -> ValidationError {
+/// Where the walk is: `base` and the member names and item indexes below
+/// it, kept as references and written out as a JSON Pointer only when an
+/// error is reported (a valid request never builds its paths' text).
+struct Path<'a> {
+    base: &'a str,
+    tokens: Vec<Token<'a>>,
+}
+
+#[derive(Clone, Copy)]
+enum Token<'a> {
+    Name(&'a str),
+    Index(usize),
+}
+
+impl<'a> Path<'a> {
+    fn len(&self) -> usize {
+        self.tokens.len()
+    }
+    fn truncate(&mut self, len: usize) {
+        self.tokens.truncate(len);
+    }
+    fn push(&mut self, name: &'a str) {
+        self.tokens.push(Token::Name(name));
+    }
+    fn index(&mut self, i: usize) {
+        self.tokens.push(Token::Index(i));
+    }
+    fn text(&self) -> String {
+        let mut out = String::from(self.base);
+        for t in &self.tokens {
+            match t {
+                Token::Name(n) => push_token(&mut out, n),
+                Token::Index(i) => {
+                    let _ = write!(out, "/{i}");
+                }
+            }
+        }
+        out
+    }
+}
+
+fn err(path: &Path<'_>, message: impl Into<String>) -> ValidationError {
     ValidationError {
-        path: path.to_string(),
+        path: path.text(),
         message: message.into(),
     }
 }
@@ -889,7 +933,7 @@ fn as_integer(v: &Value) -> Option<f64> {
     (f.fract() == 0.0).then_some(f)
 }
 
-fn check(node: &Node, value: &Value, path: &mut String) -> Result<(), ValidationError> {
+fn check<'a>(node: &'a Node, value: &'a Value, path: &mut Path<'a>) -> Result<(), ValidationError> {
     match node {
         Node::Any => Ok(()),
         Node::Const(c) => match value {
@@ -1013,7 +1057,7 @@ fn check(node: &Node, value: &Value, path: &mut String) -> Result<(), Validation
             }
             for (i, item) in a.iter().enumerate() {
                 let len = path.len();
-                let _ = write!(path, "/{i}");
+                path.index(i);
                 check(items, item, path)?;
                 path.truncate(len);
             }
@@ -1058,7 +1102,7 @@ fn check(node: &Node, value: &Value, path: &mut String) -> Result<(), Validation
                 for k in needs {
                     if !map.contains_key(*k) {
                         let len = path.len();
-                        push_token(path, k);
+                        path.push(k);
                         let e = err(path, "required by this decision");
                         path.truncate(len);
                         return Err(e);
@@ -1074,7 +1118,7 @@ fn check(node: &Node, value: &Value, path: &mut String) -> Result<(), Validation
                     (Some(_), None) => {
                         if map.get("id").is_some_and(Value::is_null) {
                             let len = path.len();
-                            push_token(path, "id");
+                            path.push("id");
                             let e = err(path, "a result response must carry a non-null id");
                             path.truncate(len);
                             return Err(e);
@@ -1089,13 +1133,13 @@ fn check(node: &Node, value: &Value, path: &mut String) -> Result<(), Validation
     }
 }
 
-fn check_object(
-    map: &Map<String, Value>,
-    required: &[&str],
-    props: &[(&'static str, Node)],
-    additional: &Additional,
+fn check_object<'a>(
+    map: &'a Map<String, Value>,
+    required: &'a [&'a str],
+    props: &'a [(&'static str, Node)],
+    additional: &'a Additional,
     min_props: usize,
-    path: &mut String,
+    path: &mut Path<'a>,
 ) -> Result<(), ValidationError> {
     if map.len() < min_props {
         return Err(err(
@@ -1106,7 +1150,7 @@ fn check_object(
     for r in required {
         if member(map, r).is_none() {
             let len = path.len();
-            push_token(path, r);
+            path.push(r);
             let e = err(path, "is required");
             path.truncate(len);
             return Err(e);
@@ -1115,7 +1159,7 @@ fn check_object(
     for (name, node) in props {
         if let Some(v) = member(map, name) {
             let len = path.len();
-            push_token(path, name);
+            path.push(name);
             check(node, v, path)?;
             path.truncate(len);
         }
@@ -1128,7 +1172,7 @@ fn check_object(
                     continue;
                 }
                 let len = path.len();
-                push_token(path, k);
+                path.push(k);
                 match additional {
                     Additional::Schema(node) => check(node, v, path)?,
                     _ => return Err(err(path, "is not allowed (additionalProperties: false)")),

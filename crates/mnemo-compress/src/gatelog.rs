@@ -242,6 +242,10 @@ pub struct RecordInput<'a> {
     pub active: &'a str,
     /// The archive C7 wrote to.
     pub archive: Option<&'a str>,
+    /// Each entry's part of the ZZ's `## Priority Entries`, in the phase's
+    /// entry order ([`render::render_zz_entries`]); an entry without one
+    /// is measured rendered alone.
+    pub written: &'a [String],
 }
 
 /// The record of a gate (its `seq` is set by [`append`]).
@@ -255,7 +259,8 @@ pub fn record(
         .entries
         .iter()
         .zip(&a.entries)
-        .map(|(e, ea)| {
+        .enumerate()
+        .map(|(k, (e, ea))| {
             let (source, r) = &input.records[e.index];
             let action = outcome
                 .outcomes
@@ -290,7 +295,11 @@ pub fn record(
                     why,
                 })
                 .collect();
-            let written = render::render_entry(&e.view, input.date);
+            let written = input
+                .written
+                .get(k)
+                .cloned()
+                .unwrap_or_else(|| render::render_entry(&e.view, input.date));
             let (kept, dropped, total) = facts_of(&text, &r.files_changed, &written);
             EntryLog {
                 source: source.clone(),

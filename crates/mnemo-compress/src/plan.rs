@@ -711,7 +711,7 @@ pub fn plan_gate(
     };
     let plain: Vec<SummaryRecord> = records.iter().map(|(_, r)| r.clone()).collect();
     let summarizer = DeterministicSummarizer::new(config);
-    let phase = compress_phase(
+    let mut phase = compress_phase(
         config,
         req.engine,
         &summarizer,
@@ -870,7 +870,7 @@ pub fn plan_gate(
     } else {
         req.from.to_vec()
     };
-    let zz = render::render_zz(
+    let (zz, written) = render::render_zz_entries(
         &ZzHeader {
             phase: req.phase,
             next_phase: None,
@@ -881,6 +881,12 @@ pub fn plan_gate(
         &views,
         &xrefs,
     );
+    // An entry's tokens out are those of exactly what the page shows of it
+    // (a head line without the files the Cross-References name, its part
+    // of a shared LOW row), not of the entry rendered alone.
+    for (e, w) in phase.entries.iter_mut().zip(&written) {
+        e.view.tokens.output = render::count_tokens(w).0;
+    }
 
     for ((e, ea), action) in phase
         .entries
@@ -960,6 +966,7 @@ pub fn plan_gate(
             untrimmed: untrimmed.as_deref(),
             active: &active_text,
             archive: Some(&archive_rel),
+            written: &written,
         },
         &phase,
         &out,
@@ -1598,6 +1605,87 @@ mod tests {
             assert!(o.tokens_in.unwrap_or(0) > 0 && o.tokens_out.unwrap_or(0) > 0);
         }
         assert!(p.skipped_sources.is_empty());
+    }
+
+    #[test]
+    fn each_entrys_tokens_out_are_what_the_page_shows_of_it() {
+        use mnemo_model::Format;
+        // A CRITICAL entry whose router file is also the Cross-References'
+        // File (its head line leaves it out), and two LOW entries of one
+        // agent that share one row.
+        let critical = serde_json::json!({"agent": "hermes", "status": "complete",
+            "summary": "Added POST /auth/login and POST /auth/refresh with JWT rotation: a breaking change to the auth security schema, with a migration that adds the new table refresh_tokens. Answers 401 when expired. Never log a raw refresh token.",
+            "unblocks": true,
+            "files_changed": ["app/routers/auth.py", "app/services/tokens.py", "app/models/user.py"]});
+        let low = |n: u32, file: &str| {
+            serde_json::json!({"agent": "mnemosyne", "status": "complete",
+                "task": format!("docs {n}"), "summary": "Fixed a typo.",
+                "files_changed": [file]})
+        };
+        let mut recs = Vec::new();
+        for (name, v) in [
+            ("hermes.json", critical),
+            ("a.json", low(1, "docs/README.md")),
+            ("b.json", low(2, "docs/CHANGELOG.md")),
+        ] {
+            for r in mnemo_model::parse_records(&v.to_string(), name, Format::Json).unwrap() {
+                recs.push((name.to_string(), r));
+            }
+        }
+        let p = plan("1", &recs, &empty("1"));
+        let zz = text(&p.changes, ".tmp/ZZ-phase1-context.md");
+        let start = zz.find("## Priority Entries").unwrap();
+        let end = zz.find("\n## Cross-References").unwrap();
+        let section = &zz[start..end + 1];
+        let tokens = |t: &str| render::count_tokens(t).0;
+        let out: Vec<(String, usize)> = p
+            .outcome
+            .outcomes
+            .iter()
+            .map(|o| (o.key.clone().unwrap(), o.tokens_out.unwrap()))
+            .collect();
+        assert_eq!(out.len(), 3, "{out:?}");
+        // The CRITICAL entry as the page writes it: head line without the
+        // router file (it is the E row's File), then its three lines.
+        assert!(zz.contains("| app/routers/auth.py |"), "{zz}");
+        let h0 = section.find("\n**Hermes**").unwrap();
+        let h1 = section[h0 + 1..]
+            .find("\n\n")
+            .map_or(section.len(), |n| h0 + 1 + n + 1);
+        let hermes_block = &section[h0..h1];
+        assert!(!hermes_block.contains("auth.py"), "{hermes_block}");
+        assert_eq!(hermes_block.lines().count(), 5, "{hermes_block}");
+        assert_eq!(out[0].1, tokens(hermes_block), "{hermes_block}");
+        // The shared row: the first entry has the agent and its file, the
+        // second `; ` and its file with the line end.
+        let row = section
+            .lines()
+            .find(|l| l.starts_with("Mnemosyne: "))
+            .unwrap();
+        assert_eq!(row, "Mnemosyne: README.md; CHANGELOG.md", "{section}");
+        assert_eq!(out[1].1, tokens("Mnemosyne: README.md"));
+        assert_eq!(out[2].1, tokens("; CHANGELOG.md\n"));
+        // The Budget's tokens out are the section's: the entries' figures
+        // and the headings', up to one token where two parts meet (o200k
+        // writes a blank line as one token, `\n` + `\n` as two).
+        let budget: usize = zz
+            .lines()
+            .find_map(|l| l.strip_prefix("- Tokens: "))
+            .and_then(|l| l.split(", ").nth(1))
+            .and_then(|l| l.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap();
+        assert_eq!(budget, tokens(section));
+        let headings: usize = section
+            .lines()
+            .filter(|l| l.starts_with('#'))
+            .map(|l| tokens(&format!("{l}\n")))
+            .sum();
+        let sum: usize = out.iter().map(|(_, n)| n).sum::<usize>() + headings;
+        assert!(
+            sum >= budget && sum - budget <= out.len() + 3,
+            "entries {out:?} + headings {headings} vs Budget {budget}:\n{section}"
+        );
     }
 
     #[test]

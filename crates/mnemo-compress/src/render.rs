@@ -450,62 +450,80 @@ fn standard_line(agent: &str, text: &str) -> String {
 /// The STANDARD section's lines, one an entry in order, except that an
 /// agent's LOW entries (half a line each, seed §4) share one row at the
 /// first one's place: their file names joined by `; `, when their other
-/// fields (date, status) are the same.
-fn standard_rows(standard: &[&EntryView], date: &str) -> String {
-    // (agent and fields of a LOW row, its cell) or (none, a rendered row).
-    type Row = (Option<(String, Vec<String>)>, String);
+/// fields (date, status) are the same. Returns each entry's part of the
+/// text, in `standard`'s order: the parts joined are the section's lines
+/// (a shared row is split where its `; ` cells begin; the first entry's
+/// part holds the agent and the fields, the last one's the line end).
+fn standard_rows(standard: &[&EntryView], date: &str) -> (String, Vec<String>) {
+    // (agent and fields of a LOW row, its cells with their entries) or
+    // (none, a rendered row and its entry).
+    type Row = (Option<(String, Vec<String>)>, Vec<(usize, String)>);
     let mut rows: Vec<Row> = Vec::new();
-    for e in standard {
+    for (i, e) in standard.iter().enumerate() {
         if matches!(e.summary.body, Body::Aggressive { .. }) {
             let key = (e.agent.clone(), field_bits(e, date));
             let cellv = e.summary.cell();
             if let Some((_, cells)) = rows.iter_mut().find(|(k, _)| k.as_ref() == Some(&key)) {
-                cells.push_str("; ");
-                cells.push_str(&cellv);
+                cells.push((i, cellv));
                 continue;
             }
-            rows.push((Some(key), cellv));
+            rows.push((Some(key), vec![(i, cellv)]));
         } else {
-            rows.push((None, render_entry(e, date)));
+            rows.push((None, vec![(i, render_entry(e, date))]));
         }
     }
+    let mut parts = vec![String::new(); standard.len()];
     let mut o = String::new();
-    for (key, text) in rows {
+    for (key, cells) in rows {
         match key {
             Some((agent, mut bits)) => {
-                bits.push(text);
-                o.push_str(&standard_line(&agent, &bits.join(" · ")));
+                let joined = cells
+                    .iter()
+                    .map(|(_, c)| c.as_str())
+                    .collect::<Vec<_>>()
+                    .join("; ");
+                bits.push(joined);
+                let row = standard_line(&agent, &bits.join(" · "));
+                o.push_str(&row);
+                // [`standard_line`] keeps every byte's length and changes
+                // only the row's start, so the cells after the first are
+                // the row's last bytes: `; cell` each, the line end last.
+                let mut end = row.len();
+                let mut tails: Vec<(usize, String)> = Vec::new();
+                for (k, (i, c)) in cells.iter().enumerate().skip(1).rev() {
+                    let n = 2 + c.len() + usize::from(k + 1 == cells.len());
+                    let start = end.saturating_sub(n);
+                    tails.push((*i, row.get(start..end).unwrap_or_default().to_string()));
+                    end = start;
+                }
+                if let Some((i, _)) = cells.first() {
+                    parts[*i] = row.get(..end).unwrap_or_default().to_string();
+                }
+                for (i, t) in tails {
+                    parts[i] = t;
+                }
             }
-            None => o.push_str(&text),
+            None => {
+                for (i, text) in cells {
+                    o.push_str(&text);
+                    parts[i] = text;
+                }
+            }
         }
     }
-    o
+    (o, parts)
 }
 
-/// Renders `ZZ-phase{N}-context.md` (seed §8). `entries` are in allocation
-/// order (score descending). Subsections with no entries are left out; the
-/// Cross-References table is always written (header only when empty).
-pub fn render_zz(
-    header: &ZzHeader<'_>,
-    alloc: &PhaseAllocation,
-    entries: &[EntryView],
-    xrefs: &[(RefId, NewRef)],
-) -> String {
-    let n = header.phase.trim();
-    let next = header
-        .next_phase
-        .map_or_else(|| next_phase(n), |s| s.trim().to_string());
+/// `## Priority Entries` as [`render_zz`] writes it, and each entry's part
+/// of it, in `entries`' order: the lines the entry renders, with its blank
+/// line before (an expanded entry) or its part of a shared LOW row. Every
+/// byte of the section is the headings' or one entry's, so an entry's
+/// tokens out ([`EntryTokens::output`], `gate --json`) are those of
+/// exactly what the page shows of it: a head line leaves out the files the
+/// Cross-References table names (`xrefs`), as the page does.
+pub fn priority_entries(entries: &[EntryView], xrefs: &[(RefId, NewRef)]) -> (String, Vec<String>) {
     let date = zz_date(entries).unwrap_or_default();
-    let mut pe = String::from("## Priority Entries\n");
-    let critical: Vec<&EntryView> = entries
-        .iter()
-        .filter(|e| matches!(e.summary.body, Body::Critical { .. }))
-        .collect();
-    let high: Vec<&EntryView> = entries
-        .iter()
-        .filter(|e| matches!(e.summary.body, Body::High { .. }))
-        .collect();
-    let standard: Vec<&EntryView> = entries.iter().filter(|e| !is_expanded(e)).collect();
+    let mut parts = vec![String::new(); entries.len()];
     // A file that this artifact's Cross-References table names (its File
     // column) is not listed again in an expanded entry's head line: every
     // file name the head would show still appears once in the ZZ.
@@ -521,18 +539,34 @@ pub fn render_zz(
             render_entry(e, date)
         }
     };
-    if !critical.is_empty() {
-        pe.push_str("\n### CRITICAL (expanded)\n");
-        for e in critical {
-            pe.push_str(&expanded(e));
+    let of_body = |critical: bool| {
+        entries.iter().enumerate().filter(move |(_, e)| {
+            if critical {
+                matches!(e.summary.body, Body::Critical { .. })
+            } else {
+                matches!(e.summary.body, Body::High { .. })
+            }
+        })
+    };
+    let mut pe = String::from("## Priority Entries\n");
+    for (critical, heading) in [
+        (true, "\n### CRITICAL (expanded)\n"),
+        (false, "\n### HIGH (2-line)\n"),
+    ] {
+        let mut band = of_body(critical).peekable();
+        if band.peek().is_some() {
+            pe.push_str(heading);
+        }
+        for (i, e) in band {
+            parts[i] = expanded(e);
+            pe.push_str(&parts[i]);
         }
     }
-    if !high.is_empty() {
-        pe.push_str("\n### HIGH (2-line)\n");
-        for e in high {
-            pe.push_str(&expanded(e));
-        }
-    }
+    let standard: Vec<(usize, &EntryView)> = entries
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| !is_expanded(e))
+        .collect();
     if !standard.is_empty() {
         // The seed writes these entries two ways: §4's templates are lines
         // (`[agent] — <sentence> — <files>`, `[agent] — <files>`), §8's
@@ -540,8 +574,42 @@ pub fn render_zz(
         // an entry: no table header, delimiter row or pipes (59 o200k
         // tokens fewer on the tuning half of bench/quality, 61 on held-out).
         pe.push_str("\n### STANDARD (1-line)\n");
-        pe.push_str(&standard_rows(&standard, date));
+        let views: Vec<&EntryView> = standard.iter().map(|(_, e)| *e).collect();
+        let (rows, of_rows) = standard_rows(&views, date);
+        pe.push_str(&rows);
+        for ((i, _), part) in standard.iter().zip(of_rows) {
+            parts[*i] = part;
+        }
     }
+    (pe, parts)
+}
+
+/// Renders `ZZ-phase{N}-context.md` (seed §8). `entries` are in allocation
+/// order (score descending). Subsections with no entries are left out; the
+/// Cross-References table is always written (header only when empty).
+pub fn render_zz(
+    header: &ZzHeader<'_>,
+    alloc: &PhaseAllocation,
+    entries: &[EntryView],
+    xrefs: &[(RefId, NewRef)],
+) -> String {
+    render_zz_entries(header, alloc, entries, xrefs).0
+}
+
+/// [`render_zz`], and each entry's part of its `## Priority Entries`
+/// ([`priority_entries`]), in `entries`' order.
+pub fn render_zz_entries(
+    header: &ZzHeader<'_>,
+    alloc: &PhaseAllocation,
+    entries: &[EntryView],
+    xrefs: &[(RefId, NewRef)],
+) -> (String, Vec<String>) {
+    let n = header.phase.trim();
+    let next = header
+        .next_phase
+        .map_or_else(|| next_phase(n), |s| s.trim().to_string());
+    let date = zz_date(entries).unwrap_or_default();
+    let (pe, parts) = priority_entries(entries, xrefs);
     let tokens_in: usize = entries.iter().map(|e| e.tokens.input).sum();
     let (tokens_out, exact) = count_tokens(&pe);
     let mut o = String::new();
@@ -579,7 +647,7 @@ pub fn render_zz(
             cell(&r.location)
         );
     }
-    o
+    (o, parts)
 }
 
 /// An entry of `## Completed Phases`: one line per budget line (CRITICAL 3,
@@ -902,10 +970,7 @@ mod tests {
             n: 1,
         };
         let without = render_zz(&header, &alloc, std::slice::from_ref(&e), &[]);
-        assert!(
-            without.contains("\n**Hermes** routes.py, db.py\n"),
-            "{without}"
-        );
+        assert!(without.contains("\n**Hermes** routes.py +1\n"), "{without}");
         let with = render_zz(&header, &alloc, std::slice::from_ref(&e), &[(id, r)]);
         // The head names only db.py; routes.py is in the table, once.
         assert!(with.contains("\n**Hermes** db.py\n"), "{with}");
@@ -934,7 +999,7 @@ mod tests {
                 &view("x", &["api/a.py", "api/b.py", "c.py"], None),
                 "2026-10-19"
             ),
-            "\n**Hermes** a.py, b.py +1\nGET /a returns 200.\nCall it.\n"
+            "\n**Hermes** a.py +2\nGET /a returns 200.\nCall it.\n"
         );
         assert_eq!(
             render_entry(
@@ -993,7 +1058,7 @@ mod tests {
             low("Demeter", "x.sql"),
             low("Hermes", "c.md"),
         );
-        let rows = standard_rows(&[&a, &medium, &b, &c, &partial], "2026-10-19");
+        let (rows, parts) = standard_rows(&[&a, &medium, &b, &c, &partial], "2026-10-19");
         assert_eq!(
             rows,
             "Hermes: a.md, b.md +1; c.md\n\
@@ -1001,6 +1066,24 @@ mod tests {
              Demeter: x.sql\n\
              Hermes: ⚠️ partial · d.md\n"
         );
+        // Each entry's part of the text, in the entries' order: the shared
+        // row split where its second cell begins.
+        assert_eq!(
+            parts,
+            [
+                "Hermes: a.md, b.md +1",
+                "Hermes: GET /a returns 200 — a.py\n",
+                "Demeter: x.sql\n",
+                "; c.md\n",
+                "Hermes: ⚠️ partial · d.md\n",
+            ]
+        );
+        // A row that opens a markdown block is escaped at its start, in
+        // the first entry's part; the others keep their bytes.
+        let (d, e) = (low("1. x", "a.md"), low("1. x", "b.md"));
+        let (rows, parts) = standard_rows(&[&d, &e], "2026-10-19");
+        assert_eq!(rows, "1\\. x: a.md; b.md\n");
+        assert_eq!(parts, ["1\\. x: a.md", "; b.md\n"]);
     }
 
     #[test]

@@ -896,11 +896,14 @@ fn short_name(files: &[String], i: usize) -> String {
     tail(&me, k)
 }
 
-/// File names (the seed's LOW template: "filename only") joined by `, `,
-/// at most two, then `+N` (how many more files there are). A name that
-/// two files share gets as much of its directory as tells them apart.
+/// File names as a head line or a LOW line writes them (the seed's LOW
+/// template: "filename only"): the first file's name, then `+N` (how many
+/// more files there are), as a MEDIUM line ([`one_line_files`]); the lead's
+/// decision of 2026-12-03 (one name says where to look; the second cost
+/// tokens on every entry). A name that two files share gets as much of its
+/// directory as tells them apart.
 pub fn short_file_list(files: &[String]) -> String {
-    first_names(files, 2)
+    first_names(files, 1)
 }
 
 /// The file part of a MEDIUM line (`[agent] — sentence — files`): its
@@ -1065,9 +1068,10 @@ mod tests {
     fn file_list_caps() {
         let files: Vec<String> = (0..6).map(|i| format!("f{i}.rs")).collect();
         assert_eq!(file_list(&files), "f0.rs, f1.rs, f2.rs, f3.rs +2 more");
-        // A one-line entry: two names, then how many more.
-        assert_eq!(short_file_list(&files), "f0.rs, f1.rs +4");
-        assert_eq!(short_file_list(&files[..2]), "f0.rs, f1.rs");
+        // A head line or a LOW line: one name, then how many more.
+        assert_eq!(short_file_list(&files), "f0.rs +5");
+        assert_eq!(short_file_list(&files[..2]), "f0.rs +1");
+        assert_eq!(short_file_list(&files[..1]), "f0.rs");
         // A MEDIUM line names its first file.
         assert_eq!(one_line_files(&files), "f0.rs +5");
         assert_eq!(one_line_files(&files[..1]), "f0.rs");
@@ -1082,11 +1086,8 @@ mod tests {
         .iter()
         .map(|s| s.to_string())
         .collect();
-        assert_eq!(
-            short_file_list(&files),
-            "notifications/routes.rb, config/routes.rb +1"
-        );
-        assert_eq!(short_file_list(&files[1..]), "routes.rb, templates");
+        assert_eq!(short_file_list(&files), "notifications/routes.rb +2");
+        assert_eq!(short_file_list(&files[1..]), "routes.rb +1");
     }
 
     fn standard(summary: &str, what: Option<&str>) -> Body {

@@ -314,10 +314,7 @@ fn standard_and_aggressive_lines() {
     };
     assert!(sentence.chars().count() <= 80, "{sentence}");
     let low = s.summarize(&mk(Band::Low, Mode::Aggressive)).unwrap();
-    assert_eq!(
-        low.one_line("Prometheus"),
-        "[Prometheus] — Dockerfile, nginx.conf"
-    );
+    assert_eq!(low.one_line("Prometheus"), "[Prometheus] — Dockerfile +1");
     // HIGH without room for two lines is written as one.
     let high1 = s.summarize(&mk(Band::High, Mode::Standard)).unwrap();
     assert!(matches!(high1.body, Body::Standard { .. }));

@@ -130,9 +130,11 @@ pub fn open_store(opts: &GuardOptions, long_running: bool) -> Result<DynStore, O
 
 /// The environment variable that sets a long-running server's SQLite WAL
 /// bound in bytes (for example 67108864, [`crate::sqlite::WAL_LIMIT_BYTES`]);
-/// unset or `0`, the WAL is never truncated. Off by default: each
-/// truncation stalls the writer, which cost p99 145-360 ms against 23-33 ms
-/// without it (session 9, `http-load.sh BIN 8 32`, load 7-8).
+/// unset or `0`, no bound (the WAL grows as long as writes never pause:
+/// 700-830 MB after 80-100k requests). Off by default: the bound's RESTART
+/// pass holds the writer off for two syncs once per bound's worth of WAL,
+/// which cost p99 29-30 ms (64 MiB) and 18-21 ms (256 MiB) against 12-13 ms
+/// without (session 10, measure build, `http-load.sh BIN 6 32`, load 1.4-3).
 pub const WAL_LIMIT_ENV: &str = "MNEMO_SQLITE_WAL_LIMIT";
 
 fn wal_limit() -> Result<u64, OpenError> {

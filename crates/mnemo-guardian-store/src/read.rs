@@ -31,13 +31,18 @@ fn verdict(s: &str) -> Result<Verdict, StoreError> {
     }
 }
 
-/// Every session of the store at `path`, sorted by session id.
+/// Every session of the store at `path`, sorted by session id (a store of
+/// schema version 2, or an older one not yet migrated).
 pub fn read_sessions(path: &Path) -> Result<Vec<SessionRecords>, StoreError> {
     let conn = db(Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     ))?;
     db(conn.busy_timeout(std::time::Duration::from_secs(5)))?;
+    let version: i64 = db(conn.query_row("PRAGMA user_version", [], |r| r.get(0)))?;
+    if version >= 2 {
+        return read_v2(&conn);
+    }
     let mut ids: Vec<String> = Vec::new();
     {
         let mut stmt = db(conn.prepare(
@@ -68,24 +73,13 @@ pub fn read_sessions(path: &Path) -> Result<Vec<SessionRecords>, StoreError> {
         }))?;
         for row in rows {
             let (seq, step_id, method, prov, canonical) = db(row)?;
-            let provenance: Vec<Provenance> =
-                serde_json::from_str(&prov).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-            let timestamp = canonical.and_then(|c| {
-                serde_json::from_str::<serde_json::Value>(&c)
-                    .ok()?
-                    .get("timestamp")?
-                    .as_str()
-                    .map(str::to_string)
-            });
-            steps.push((
-                StepRecord {
-                    seq: u64::try_from(seq).unwrap_or(0),
-                    step_id,
-                    method,
-                    provenance,
-                },
-                timestamp,
-            ));
+            steps.push(step_with_time(
+                u64::try_from(seq).unwrap_or(0),
+                step_id,
+                method,
+                &prov,
+                canonical,
+            )?);
         }
         let mut compactions = Vec::new();
         // Stores written before the reasoning was kept lack its columns.
@@ -95,26 +89,9 @@ pub fn read_sessions(path: &Path) -> Result<Vec<SessionRecords>, StoreError> {
             "SELECT step_id, entries, verdict, NULL, NULL FROM compactions WHERE session_id = ?1 ORDER BY id"
         };
         let mut stmt = db(conn.prepare(sql))?;
-        let rows = db(stmt.query_map(params![id], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, String>(2)?,
-                r.get::<_, Option<String>>(3)?,
-                r.get::<_, Option<String>>(4)?,
-            ))
-        }))?;
+        let rows = db(stmt.query_map(params![id], compaction_row))?;
         for row in rows {
-            let (step_id, entries, v, reasoning, codes) = db(row)?;
-            let entries: Vec<String> =
-                serde_json::from_str(&entries).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-            compactions.push(CompactionRecord {
-                step_id,
-                entries,
-                verdict: verdict(&v)?,
-                reasoning,
-                reason_codes: crate::sqlite::reason_codes_from(codes.as_deref())?,
-            });
+            compactions.push(compaction_from(db(row)?)?);
         }
         out.push(SessionRecords {
             session_id: id,
@@ -123,6 +100,114 @@ pub fn read_sessions(path: &Path) -> Result<Vec<SessionRecords>, StoreError> {
         });
     }
     Ok(out)
+}
+
+/// The same, from a store of schema version 2 (integer session keys; a
+/// step's and a chain entry's row keyed by `sid · 2³² + seq`).
+fn read_v2(conn: &Connection) -> Result<Vec<SessionRecords>, StoreError> {
+    let mut ids: Vec<(i64, String)> = Vec::new();
+    {
+        // Sessions with steps or decisions (a handshake alone is no record).
+        let mut stmt = db(conn.prepare(
+            "SELECT sid, session_id FROM sessions s WHERE \
+             EXISTS (SELECT 1 FROM steps WHERE id BETWEEN s.sid * 4294967296 AND s.sid * 4294967296 + 4294967295) \
+             OR EXISTS (SELECT 1 FROM compactions c WHERE c.sid = s.sid) ORDER BY session_id",
+        ))?;
+        let rows = db(stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))))?;
+        for r in rows {
+            ids.push(db(r)?);
+        }
+    }
+    let mut out = Vec::new();
+    for (sid, id) in ids {
+        let mut steps = Vec::new();
+        let mut stmt = db(conn.prepare(
+            "SELECT s.id, s.step_id, s.method, s.provenance, c.canonical FROM steps s \
+             LEFT JOIN chain c ON c.id = s.id \
+             WHERE s.id BETWEEN ?1 * 4294967296 AND ?1 * 4294967296 + 4294967295 ORDER BY s.id",
+        ))?;
+        let rows = db(stmt.query_map(params![sid], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, String>(3)?,
+                r.get::<_, Option<String>>(4)?,
+            ))
+        }))?;
+        for row in rows {
+            let (key, step_id, method, prov, canonical) = db(row)?;
+            steps.push(step_with_time(
+                u64::try_from(key & 0xFFFF_FFFF).unwrap_or(0),
+                step_id,
+                method,
+                &prov,
+                canonical,
+            )?);
+        }
+        let mut compactions = Vec::new();
+        let mut stmt = db(conn.prepare(
+            "SELECT step_id, entries, verdict, reasoning, reason_codes FROM compactions WHERE sid = ?1 ORDER BY id",
+        ))?;
+        let rows = db(stmt.query_map(params![sid], compaction_row))?;
+        for row in rows {
+            compactions.push(compaction_from(db(row)?)?);
+        }
+        out.push(SessionRecords {
+            session_id: id,
+            steps,
+            compactions,
+        });
+    }
+    Ok(out)
+}
+
+type CompactionRow = (String, String, String, Option<String>, Option<String>);
+
+fn compaction_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<CompactionRow> {
+    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+}
+
+fn compaction_from(
+    (step_id, entries, v, reasoning, codes): CompactionRow,
+) -> Result<CompactionRecord, StoreError> {
+    let entries: Vec<String> =
+        serde_json::from_str(&entries).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    Ok(CompactionRecord {
+        step_id,
+        entries,
+        verdict: verdict(&v)?,
+        reasoning,
+        reason_codes: crate::sqlite::reason_codes_from(codes.as_deref())?,
+    })
+}
+
+/// A step and the timestamp of its chain entry's canonical text.
+fn step_with_time(
+    seq: u64,
+    step_id: String,
+    method: String,
+    prov: &str,
+    canonical: Option<String>,
+) -> Result<(StepRecord, Option<String>), StoreError> {
+    let provenance: Vec<Provenance> =
+        serde_json::from_str(prov).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    let timestamp = canonical.and_then(|c| {
+        serde_json::from_str::<serde_json::Value>(&c)
+            .ok()?
+            .get("timestamp")?
+            .as_str()
+            .map(str::to_string)
+    });
+    Ok((
+        StepRecord {
+            seq,
+            step_id,
+            method,
+            provenance,
+        },
+        timestamp,
+    ))
 }
 
 #[cfg(test)]

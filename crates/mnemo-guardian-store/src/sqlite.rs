@@ -1,5 +1,8 @@
 //! The default session store: embedded SQLite in one file (WAL mode, so
 //! several Guardian processes — hooks are spawned per event — can share it).
+//! The tables and their migration are in [`schema`].
+
+mod schema;
 
 use crate::decode::{hash_from, verdict_from};
 use mnemo_acs::chain::Hash;
@@ -8,6 +11,9 @@ use mnemo_guardian::store::{
     CompactionRecord, SessionHandshake, SessionStore, StepRecord, StoreError,
 };
 use rusqlite::{Connection, OptionalExtension, params};
+pub use schema::SCHEMA_VERSION;
+use schema::{SEEN_NONCE, SEEN_REQUEST, index_step, key, key_range, origin_code, seq_of};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -38,6 +44,11 @@ pub struct SqliteStore {
     /// Likewise the handshake of the last session asked (read once a unit
     /// of work, not once a request), kept up to date by `set_handshake`.
     hs: Option<(String, Option<SessionHandshake>)>,
+    /// The integer key of each session id seen (a session's row is never
+    /// deleted or renumbered, so a committed key holds for every process).
+    sids: HashMap<String, i64>,
+    /// Keys created by the open transaction: forgotten if it rolls back.
+    created: Vec<String>,
     path: Option<PathBuf>,
     /// Dropping it stops the background checkpointer.
     checkpointer: Option<mpsc::Sender<()>>,
@@ -55,179 +66,28 @@ fn wait_finely(tries: i32) -> bool {
     true
 }
 
+/// The checkpointer's busy handler: polls every 100 µs, gives up after
+/// 50 ms (the pass is tried again on the next tick).
+fn wait_briefly(tries: i32) -> bool {
+    if tries >= 500 {
+        return false;
+    }
+    std::thread::sleep(Duration::from_micros(100));
+    true
+}
+
 /// A WAL bound for [`SqliteStore::checkpoint_in_background_bounded`]
-/// (`MNEMO_SQLITE_WAL_LIMIT=67108864`); not the default: each truncation
-/// stalls the writer (p99 145-360 ms against 23-33 ms unbounded, session 9).
+/// (`MNEMO_SQLITE_WAL_LIMIT=67108864`); not the default: its RESTART pass
+/// costs the tail (p99 29-30 ms against 12-13 ms unbounded, session 10).
 pub const WAL_LIMIT_BYTES: u64 = 64 << 20;
 
-const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS sessions (session_id TEXT PRIMARY KEY, version TEXT NOT NULL) WITHOUT ROWID;
-DROP TABLE IF EXISTS requests;
-CREATE TABLE IF NOT EXISTS seen_requests (
-  session_id TEXT NOT NULL, request_id TEXT NOT NULL, at_ms INTEGER NOT NULL,
-  PRIMARY KEY (session_id, request_id)) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS seen_requests_at ON seen_requests (at_ms);
-CREATE TABLE IF NOT EXISTS seen_nonces (
-  session_id TEXT NOT NULL, nonce TEXT NOT NULL, at_ms INTEGER NOT NULL,
-  PRIMARY KEY (session_id, nonce)) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS seen_nonces_at ON seen_nonces (at_ms);
-CREATE TABLE IF NOT EXISTS steps (
-  session_id TEXT NOT NULL, seq INTEGER NOT NULL, step_id TEXT NOT NULL,
-  method TEXT NOT NULL, provenance TEXT NOT NULL, PRIMARY KEY (session_id, seq)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS chain (
-  session_id TEXT NOT NULL, seq INTEGER NOT NULL, canonical TEXT NOT NULL,
-  hash BLOB NOT NULL, PRIMARY KEY (session_id, seq)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS compactions (
-  session_id TEXT NOT NULL, id INTEGER PRIMARY KEY AUTOINCREMENT, step_id TEXT NOT NULL,
-  entries TEXT NOT NULL, verdict TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS compactions_session ON compactions (session_id, id);
-CREATE TABLE IF NOT EXISTS turn_calls (
-  session_id TEXT NOT NULL, turn_id TEXT NOT NULL, budget TEXT NOT NULL, calls INTEGER NOT NULL,
-  PRIMARY KEY (session_id, turn_id, budget)) WITHOUT ROWID;
-";
-
-/// The schema version this build writes (`PRAGMA user_version`): 0 is a
-/// store from before the preCompact indexes, 1 has them.
-pub const SCHEMA_VERSION: i64 = 1;
-
-/// Version 1: what a preCompact looks up, indexed as steps arrive — steps
-/// by step id, the steps carrying each origin, the latest node of each
-/// provenance id (the node's JSON, the last one of its step).
-const INDEXES: &str = "
-CREATE INDEX IF NOT EXISTS steps_by_step_id ON steps (session_id, step_id, seq);
-CREATE TABLE IF NOT EXISTS step_origins (
-  session_id TEXT NOT NULL, origin TEXT NOT NULL, seq INTEGER NOT NULL,
-  PRIMARY KEY (session_id, origin, seq)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS step_nodes (
-  session_id TEXT NOT NULL, provenance_id TEXT NOT NULL, seq INTEGER NOT NULL,
-  node TEXT NOT NULL, PRIMARY KEY (session_id, provenance_id, seq)) WITHOUT ROWID;
-";
-
-/// A step's provenance serialised once: each node's JSON, and the array
-/// of them (byte for byte what `serde_json::to_string` gives the slice).
-fn encode_provenance(provenance: &[Provenance]) -> Result<(String, Vec<String>), StoreError> {
-    let nodes = provenance
-        .iter()
-        .map(|p| serde_json::to_string(p).map_err(|e| StoreError::Corrupt(e.to_string())))
-        .collect::<Result<Vec<String>, StoreError>>()?;
-    let mut array = String::with_capacity(2 + nodes.iter().map(|n| n.len() + 1).sum::<usize>());
-    array.push('[');
-    for (i, n) in nodes.iter().enumerate() {
-        if i > 0 {
-            array.push(',');
-        }
-        array.push_str(n);
-    }
-    array.push(']');
-    Ok((array, nodes))
-}
-
-/// Fills the index rows of one step: each origin once, and the last node
-/// of each provenance id (`nodes[i]` is `provenance[i]`'s JSON).
-fn index_step(
-    conn: &Connection,
-    session: &str,
-    seq: i64,
-    provenance: &[Provenance],
-    nodes: &[String],
-) -> Result<(), StoreError> {
-    let mut origins = conn
-        .prepare_cached(
-            "INSERT OR IGNORE INTO step_origins (session_id, origin, seq) VALUES (?1, ?2, ?3)",
-        )
-        .db()?;
-    for (i, p) in provenance.iter().enumerate() {
-        if provenance[..i].iter().any(|q| q.origin == p.origin) {
-            continue;
-        }
-        origins
-            .execute(params![session, p.origin.as_str(), seq])
-            .db()?;
-    }
-    let mut insert = conn
-        .prepare_cached(
-            "INSERT OR REPLACE INTO step_nodes (session_id, provenance_id, seq, node) VALUES (?1, ?2, ?3, ?4)",
-        )
-        .db()?;
-    for (i, (p, node)) in provenance.iter().zip(nodes).enumerate() {
-        if provenance[i + 1..]
-            .iter()
-            .any(|q| q.provenance_id == p.provenance_id)
-        {
-            continue;
-        }
-        insert
-            .execute(params![session, p.provenance_id, seq, node])
-            .db()?;
-    }
-    Ok(())
-}
-
-/// Brings a store to [`SCHEMA_VERSION`]: creates the index tables and
-/// fills them from the steps already recorded, in one transaction (a
-/// process opening the store at the same time waits, then sees version 1
-/// and does nothing). A store written by a newer mnemo is refused.
-fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
-    let version = |c: &Connection| -> Result<i64, StoreError> {
-        c.query_row("PRAGMA user_version", [], |r| r.get(0)).db()
-    };
-    let newer = |found: i64| {
-        StoreError::Backend(
-            format!(
-                "the session store is at schema version {found}, written by a newer mnemo; this build knows versions up to {SCHEMA_VERSION}. Upgrade mnemo (or use another store)"
-            )
-            .into(),
-        )
-    };
-    let found = version(conn)?;
-    if found > SCHEMA_VERSION {
-        return Err(newer(found));
-    }
-    if found == SCHEMA_VERSION {
-        return Ok(());
-    }
-    let tx = conn
-        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-        .db()?;
-    let found = version(&tx)?;
-    if found > SCHEMA_VERSION {
-        return Err(newer(found));
-    }
-    if found < 1 {
-        tx.execute_batch(INDEXES).db()?;
-        tx.execute_batch("DELETE FROM step_origins; DELETE FROM step_nodes;")
-            .db()?;
-        let mut rows: Vec<(String, i64, String)> = Vec::new();
-        {
-            let mut stmt = tx
-                .prepare("SELECT session_id, seq, provenance FROM steps ORDER BY session_id, seq")
-                .db()?;
-            let it = stmt
-                .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-                .db()?;
-            for row in it {
-                rows.push(row.db()?);
-            }
-        }
-        for (session, seq, prov) in rows {
-            let provenance: Vec<Provenance> =
-                serde_json::from_str(&prov).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-            let (_, nodes) = encode_provenance(&provenance)?;
-            index_step(&tx, &session, seq, &provenance, &nodes)?;
-        }
-    }
-    tx.pragma_update(None, "user_version", SCHEMA_VERSION)
-        .db()?;
-    tx.commit().db()?;
-    Ok(())
-}
-
-fn seq_i64(seq: u64) -> i64 {
-    i64::try_from(seq).unwrap_or(i64::MAX)
+/// A step's provenance as stored: the JSON array of its nodes.
+fn encode_provenance(provenance: &[Provenance]) -> Result<String, StoreError> {
+    serde_json::to_string(provenance).map_err(|e| StoreError::Corrupt(e.to_string()))
 }
 
 fn step_from(
-    seq: i64,
+    id: i64,
     step_id: String,
     method: String,
     prov: &str,
@@ -235,7 +95,7 @@ fn step_from(
     let provenance: Vec<Provenance> =
         serde_json::from_str(prov).map_err(|e| StoreError::Corrupt(e.to_string()))?;
     Ok(StepRecord {
-        seq: u64::try_from(seq).unwrap_or(0),
+        seq: seq_of(id),
         step_id,
         method,
         provenance,
@@ -265,6 +125,12 @@ pub(crate) fn reason_codes_from(codes: Option<&str>) -> Result<Vec<String>, Stor
         None => Ok(Vec::new()),
         Some(c) => serde_json::from_str(c).map_err(|e| StoreError::Corrupt(e.to_string())),
     }
+}
+
+type StepRow = (i64, String, String, String);
+
+fn step_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<StepRow> {
+    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
 }
 
 impl SqliteStore {
@@ -297,17 +163,22 @@ impl SqliteStore {
     }
 
     /// [`SqliteStore::checkpoint_in_background`] with the WAL bounded by
-    /// `wal_limit` bytes (`u64::MAX`: never truncated). Every tick runs a PASSIVE checkpoint, which
-    /// copies frames without blocking any writer but never shortens the
-    /// WAL file: SQLite rewinds the WAL only when a write transaction
-    /// begins with every frame copied, which back-to-back batches seldom
-    /// leave room for (the file grew to 381 MB under sustained load). So
-    /// when the WAL holds more than `wal_limit` bytes after the PASSIVE
-    /// checkpoint, a TRUNCATE checkpoint follows: it waits for the open
-    /// write transaction to end, holds writers off while it copies what
-    /// was appended since the PASSIVE pass, fsyncs, and truncates the WAL
-    /// to zero bytes (a stall of the writer once per `wal_limit` bytes of
-    /// WAL, not once a tick).
+    /// `wal_limit` bytes (`u64::MAX`: never bounded). Every tick runs a
+    /// PASSIVE checkpoint, which copies frames without blocking any writer
+    /// but never shortens the WAL: SQLite starts the WAL over only when a
+    /// write transaction begins with every frame copied, which
+    /// back-to-back batches never leave room for (the file grew to 700 MB
+    /// under sustained load). So when the WAL holds more than `wal_limit`
+    /// bytes after the PASSIVE pass, a RESTART checkpoint follows: it holds
+    /// writers off only while it copies what was appended since the
+    /// PASSIVE pass (a few milliseconds of frames) and syncs, and it makes
+    /// the next write transaction start the WAL from its beginning; that
+    /// transaction's commit then truncates the file to `wal_limit`
+    /// (`journal_size_limit`). The checkpointer polls for the write lock
+    /// every 100 µs and gives up after 50 ms (it tries again on the next
+    /// tick): it never sleeps while holding writers off, which is what
+    /// made session 9's TRUNCATE pass (5 s busy timeout, sleeps of up to
+    /// 100 ms) cost p99 150 ms.
     pub fn checkpoint_in_background_bounded(&mut self, wal_limit: u64) -> Result<(), StoreError> {
         let Some(path) = self.path.clone() else {
             return Ok(());
@@ -316,7 +187,7 @@ impl SqliteStore {
             return Ok(());
         }
         let side = Connection::open(&path).db()?;
-        side.busy_timeout(Duration::from_secs(5)).db()?;
+        side.busy_handler(Some(wait_briefly)).db()?;
         let page: u64 = side
             .query_row("PRAGMA page_size", [], |r| r.get::<_, i64>(0))
             .db()?
@@ -338,7 +209,7 @@ impl SqliteStore {
                         .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| r.get::<_, i64>(1))
                         .unwrap_or(0);
                     if u64::try_from(frames).is_ok_and(|f| f > limit_frames) {
-                        let _ = side.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
+                        let _ = side.query_row("PRAGMA wal_checkpoint(RESTART)", [], |_| Ok(()));
                     }
                 }
                 let _ = side.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
@@ -346,7 +217,16 @@ impl SqliteStore {
         self.conn
             .execute_batch("PRAGMA wal_autocheckpoint=0")
             .db()?;
-        // The TRUNCATE pass holds writers off for a few milliseconds; the
+        if let Ok(limit) = i64::try_from(wal_limit) {
+            // The commit that starts the WAL over truncates the file to this.
+            let _: i64 = self
+                .conn
+                .query_row(&format!("PRAGMA journal_size_limit={limit}"), [], |r| {
+                    r.get(0)
+                })
+                .db()?;
+        }
+        // The RESTART pass holds writers off for a few milliseconds; the
         // default busy handler would sleep 1, 2, 5, 10, 15 … ms between
         // tries (tens of ms of answers lost to a stall of a few), so the
         // request connection polls every 100 µs instead, up to 5 s.
@@ -358,12 +238,16 @@ impl SqliteStore {
     /// Canonical texts and hashes of a session's chain entries, in order
     /// (for audits and tests).
     pub fn chain_entries(&self, session: &str) -> Result<Vec<(String, Hash)>, StoreError> {
+        let Some(sid) = self.lookup_sid(session)? else {
+            return Ok(Vec::new());
+        };
+        let (lo, hi) = key_range(sid);
         let mut stmt = self
             .conn
-            .prepare("SELECT canonical, hash FROM chain WHERE session_id = ?1 ORDER BY seq")
+            .prepare("SELECT canonical, hash FROM chain WHERE id BETWEEN ?1 AND ?2 ORDER BY id")
             .db()?;
         let rows = stmt
-            .query_map(params![session], |r| {
+            .query_map(params![lo, hi], |r| {
                 Ok((r.get::<_, String>(0)?, r.get::<_, Vec<u8>>(1)?))
             })
             .db()?;
@@ -375,19 +259,80 @@ impl SqliteStore {
         Ok(out)
     }
 
-    fn read_chain_head(&self, session: &str) -> Result<Option<(u64, Hash)>, StoreError> {
+    /// The session's integer key, if the store knows the session.
+    fn lookup_sid(&self, session: &str) -> Result<Option<i64>, StoreError> {
+        if let Some(sid) = self.sids.get(session) {
+            return Ok(Some(*sid));
+        }
+        self.conn
+            .prepare_cached("SELECT sid FROM sessions WHERE session_id = ?1")
+            .db()?
+            .query_row(params![session], |r| r.get(0))
+            .optional()
+            .db()
+    }
+
+    /// [`Self::lookup_sid`], the key kept for the next time (a key read
+    /// from the table is committed: it holds).
+    fn sid(&mut self, session: &str) -> Result<Option<i64>, StoreError> {
+        let sid = self.lookup_sid(session)?;
+        if let Some(sid) = sid {
+            self.sids.entry(session.to_string()).or_insert(sid);
+        }
+        Ok(sid)
+    }
+
+    /// The session's integer key, its row created when it has none yet
+    /// (within the open transaction, if any).
+    fn sid_for_write(&mut self, session: &str) -> Result<i64, StoreError> {
+        if let Some(sid) = self.sid(session)? {
+            return Ok(sid);
+        }
+        let sid: i64 = self
+            .conn
+            .prepare_cached(
+                "INSERT INTO sessions (session_id) VALUES (?1)
+                 ON CONFLICT (session_id) DO UPDATE SET session_id = excluded.session_id
+                 RETURNING sid",
+            )
+            .db()?
+            .query_row(params![session], |r| r.get(0))
+            .db()?;
+        self.remember(session, sid);
+        Ok(sid)
+    }
+
+    fn remember(&mut self, session: &str, sid: i64) {
+        if self.sids.insert(session.to_string(), sid).is_none() && self.in_tx {
+            self.created.push(session.to_string());
+        }
+    }
+
+    /// Forgets the keys the transaction that just ended without
+    /// committing had created.
+    fn forget_created(&mut self) {
+        for s in std::mem::take(&mut self.created) {
+            self.sids.remove(&s);
+        }
+    }
+
+    fn read_chain_head(&mut self, session: &str) -> Result<Option<(u64, Hash)>, StoreError> {
+        let Some(sid) = self.sid(session)? else {
+            return Ok(None);
+        };
+        let (lo, hi) = key_range(sid);
         let row: Option<(i64, Vec<u8>)> = self
             .conn
             .prepare_cached(
-                "SELECT seq, hash FROM chain WHERE session_id = ?1 ORDER BY seq DESC LIMIT 1",
+                "SELECT id, hash FROM chain WHERE id BETWEEN ?1 AND ?2 ORDER BY id DESC LIMIT 1",
             )
             .db()?
-            .query_row(params![session], |r| Ok((r.get(0)?, r.get(1)?)))
+            .query_row(params![lo, hi], |r| Ok((r.get(0)?, r.get(1)?)))
             .optional()
             .db()?;
         match row {
             None => Ok(None),
-            Some((seq, bytes)) => Ok(Some((seq.max(0) as u64, hash_from(bytes)?))),
+            Some((id, bytes)) => Ok(Some((seq_of(id), hash_from(bytes)?))),
         }
     }
 
@@ -410,36 +355,38 @@ impl SqliteStore {
             "PRAGMA synchronous=NORMAL; PRAGMA temp_store=MEMORY; PRAGMA cache_size=-16384;",
         )
         .db()?;
-        conn.execute_batch(SCHEMA).db()?;
-        if !has_column(&conn, "compactions", "reasoning")? {
-            conn.execute_batch(
-                "ALTER TABLE compactions ADD COLUMN reasoning TEXT; ALTER TABLE compactions ADD COLUMN reason_codes TEXT;",
-            )
-            .db()?;
-        }
-        // Stores made before sessions kept their negotiated methods.
-        let has_methods: bool = conn
-            .query_row(
-                "SELECT COUNT(*) FROM pragma_table_info('sessions') WHERE name = 'methods'",
-                [],
-                |r| r.get::<_, i64>(0),
-            )
-            .db()?
-            > 0;
-        if !has_methods {
-            conn.execute_batch("ALTER TABLE sessions ADD COLUMN methods TEXT")
-                .db()?;
-        }
-        migrate(&mut conn)?;
+        schema::migrate(&mut conn)?;
         Ok(SqliteStore {
             conn,
             in_tx: false,
             poisoned: false,
             head: None,
             hs: None,
+            sids: HashMap::new(),
+            created: Vec::new(),
             path: None,
             checkpointer: None,
         })
+    }
+
+    /// Marks `value` of `kind` in the session; `false` when already there.
+    fn mark(
+        &mut self,
+        session: &str,
+        kind: i64,
+        value: &str,
+        at_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let sid = self.sid_for_write(session)?;
+        let n = self
+            .conn
+            .prepare_cached(
+                "INSERT OR IGNORE INTO seen (sid, kind, value, at_ms) VALUES (?1, ?2, ?3, ?4)",
+            )
+            .db()?
+            .execute(params![sid, kind, value, at_ms])
+            .db()?;
+        Ok(n == 1)
     }
 }
 
@@ -449,6 +396,7 @@ impl SessionStore for SqliteStore {
             self.head = None;
             self.hs = None;
             self.poisoned = false;
+            self.created.clear();
             // Cached, as every statement of the write path: parsed once.
             self.run_cached("BEGIN IMMEDIATE")?;
             self.in_tx = true;
@@ -462,12 +410,22 @@ impl SessionStore for SqliteStore {
             self.hs = None;
             if std::mem::take(&mut self.poisoned) {
                 let _ = self.run_cached("ROLLBACK");
+                self.forget_created();
                 return Err(StoreError::Backend(
                     "sqlite: a step of this unit of work was written only in part; nothing of it was kept"
                         .into(),
                 ));
             }
-            self.run_cached("COMMIT")?;
+            if let Err(e) = self.run_cached("COMMIT") {
+                // Nothing of it is kept (SQLite may have rolled it back
+                // already); a key it created names no row.
+                if !self.conn.is_autocommit() {
+                    let _ = self.run_cached("ROLLBACK");
+                }
+                self.forget_created();
+                return Err(e);
+            }
+            self.created.clear();
         }
         Ok(())
     }
@@ -477,6 +435,7 @@ impl SessionStore for SqliteStore {
             self.poisoned = false;
             self.head = None;
             self.hs = None;
+            self.forget_created();
             self.run_cached("ROLLBACK")?;
         }
         Ok(())
@@ -488,17 +447,21 @@ impl SessionStore for SqliteStore {
         {
             return Ok(hs.clone());
         }
-        let row: Option<(String, Option<String>)> = self
+        let row: Option<(Option<String>, Option<String>)> = self
             .conn
             .prepare_cached("SELECT version, methods FROM sessions WHERE session_id = ?1")
             .db()?
             .query_row(params![session], |r| Ok((r.get(0)?, r.get(1)?)))
             .optional()
             .db()?;
-        let hs = row.map(|(version, methods)| SessionHandshake {
-            version,
-            // One method name a line (names are namespaced words, never a line break).
-            methods: methods.map(|m| m.lines().map(str::to_string).collect()),
+        // A session's row without a version is one that never completed a
+        // handshake (its row holds its key for the other tables).
+        let hs = row.and_then(|(version, methods)| {
+            Some(SessionHandshake {
+                version: version?,
+                // One method name a line (names are namespaced words, never a line break).
+                methods: methods.map(|m| m.lines().map(str::to_string).collect()),
+            })
         });
         if self.in_tx {
             self.hs = Some((session.to_string(), hs.clone()));
@@ -507,13 +470,17 @@ impl SessionStore for SqliteStore {
     }
     fn set_handshake(&mut self, session: &str, hs: &SessionHandshake) -> Result<(), StoreError> {
         let methods = hs.methods.as_ref().map(|m| m.join("\n"));
-        self.conn
+        let sid: i64 = self
+            .conn
             .prepare_cached(
-                "INSERT OR REPLACE INTO sessions (session_id, version, methods) VALUES (?1, ?2, ?3)",
+                "INSERT INTO sessions (session_id, version, methods) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (session_id) DO UPDATE SET version = excluded.version, methods = excluded.methods
+                 RETURNING sid",
             )
             .db()?
-            .execute(params![session, hs.version, methods])
+            .query_row(params![session, hs.version, methods], |r| r.get(0))
             .db()?;
+        self.remember(session, sid);
         self.hs = self.in_tx.then(|| (session.to_string(), Some(hs.clone())));
         Ok(())
     }
@@ -523,50 +490,32 @@ impl SessionStore for SqliteStore {
         request_id: &str,
         at_ms: i64,
     ) -> Result<bool, StoreError> {
-        let n = self
-            .conn
-            .prepare_cached(
-                "INSERT OR IGNORE INTO seen_requests (session_id, request_id, at_ms) VALUES (?1, ?2, ?3)",
-            )
-            .db()?
-            .execute(params![session, request_id, at_ms])
-            .db()?;
-        Ok(n == 1)
+        self.mark(session, SEEN_REQUEST, request_id, at_ms)
     }
     fn mark_nonce(&mut self, session: &str, nonce: &str, at_ms: i64) -> Result<bool, StoreError> {
-        let n = self
-            .conn
-            .prepare_cached(
-                "INSERT OR IGNORE INTO seen_nonces (session_id, nonce, at_ms) VALUES (?1, ?2, ?3)",
-            )
-            .db()?
-            .execute(params![session, nonce, at_ms])
-            .db()?;
-        Ok(n == 1)
+        self.mark(session, SEEN_NONCE, nonce, at_ms)
     }
     fn prune_requests(&mut self, before_ms: i64) -> Result<(), StoreError> {
         self.conn
-            .prepare_cached("DELETE FROM seen_requests WHERE at_ms < ?1")
-            .db()?
-            .execute(params![before_ms])
-            .db()?;
-        self.conn
-            .prepare_cached("DELETE FROM seen_nonces WHERE at_ms < ?1")
+            .prepare_cached("DELETE FROM seen WHERE at_ms < ?1")
             .db()?
             .execute(params![before_ms])
             .db()?;
         Ok(())
     }
     fn record_step(&mut self, session: &str, step: &StepRecord) -> Result<(), StoreError> {
-        let (prov, nodes) = encode_provenance(&step.provenance)?;
-        let seq = seq_i64(step.seq);
+        let prov = encode_provenance(&step.provenance)?;
+        // Outside a unit of work the session's row commits on its own,
+        // before the step's savepoint (a key without steps is harmless).
+        let sid = self.sid_for_write(session)?;
+        let id = key(sid, step.seq)?;
         let insert = |conn: &Connection| -> Result<(), StoreError> {
             let inserted = conn
                 .prepare_cached(
-                    "INSERT OR IGNORE INTO steps (session_id, seq, step_id, method, provenance) VALUES (?1, ?2, ?3, ?4, ?5)",
+                    "INSERT OR IGNORE INTO steps (id, step_id, method, provenance) VALUES (?1, ?2, ?3, ?4)",
                 )
                 .db()?
-                .execute(params![session, seq, step.step_id, step.method, prov])
+                .execute(params![id, step.step_id, step.method, prov])
                 .db()?;
             if inserted == 0 {
                 // Nothing was written: the unit of work goes on.
@@ -585,18 +534,17 @@ impl SessionStore for SqliteStore {
             // commit then rolls everything back and fails (no answer of
             // it is acknowledged).
             insert(&self.conn)?;
-            return index_step(&self.conn, session, seq, &step.provenance, &nodes).inspect_err(
-                |_| {
+            return index_step(&self.conn, sid, step.seq, &step.step_id, &step.provenance)
+                .inspect_err(|_| {
                     self.poisoned = true;
-                },
-            );
+                });
         }
         // Alone: one savepoint keeps the step and its index rows together
         // or not at all. Its statements are prepared once (rusqlite's
         // `savepoint()` parses `SAVEPOINT` and `RELEASE` anew each time).
         self.run_cached("SAVEPOINT guard_step")?;
         let written = insert(&self.conn)
-            .and_then(|()| index_step(&self.conn, session, seq, &step.provenance, &nodes));
+            .and_then(|()| index_step(&self.conn, sid, step.seq, &step.step_id, &step.provenance));
         match written {
             Ok(()) => self.run_cached("RELEASE guard_step"),
             Err(e) => {
@@ -609,33 +557,34 @@ impl SessionStore for SqliteStore {
         }
     }
     fn steps(&mut self, session: &str) -> Result<Vec<StepRecord>, StoreError> {
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT seq, step_id, method, provenance FROM steps WHERE session_id = ?1 ORDER BY seq",
-        ).db()?;
-        let rows = stmt
-            .query_map(params![session], |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, String>(2)?,
-                    r.get::<_, String>(3)?,
-                ))
-            })
+        let Some(sid) = self.sid(session)? else {
+            return Ok(Vec::new());
+        };
+        let (lo, hi) = key_range(sid);
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT id, step_id, method, provenance FROM steps WHERE id BETWEEN ?1 AND ?2 ORDER BY id",
+            )
             .db()?;
+        let rows = stmt.query_map(params![lo, hi], step_row).db()?;
         let mut out = Vec::new();
         for row in rows {
-            let (seq, step_id, method, prov) = row.db()?;
-            out.push(step_from(seq, step_id, method, &prov)?);
+            let (id, step_id, method, prov) = row.db()?;
+            out.push(step_from(id, step_id, method, &prov)?);
         }
         Ok(out)
     }
     fn steps_by_id(&mut self, session: &str, ids: &[&str]) -> Result<Vec<StepRecord>, StoreError> {
+        let Some(sid) = self.sid(session)? else {
+            return Ok(Vec::new());
+        };
         let mut stmt = self
             .conn
             .prepare_cached(
-                // INDEXED BY: without it SQLite walks the session's primary
-                // key backwards to avoid a sort (every step, at 100,000 steps).
-                "SELECT seq, step_id, method, provenance FROM steps INDEXED BY steps_by_step_id WHERE session_id = ?1 AND step_id = ?2 ORDER BY seq DESC LIMIT 1",
+                "SELECT s.id, s.step_id, s.method, s.provenance FROM step_ids i
+                 JOIN steps s ON s.id = i.sid * 4294967296 + i.seq
+                 WHERE i.sid = ?1 AND i.step_id = ?2 ORDER BY i.seq DESC LIMIT 1",
             )
             .db()?;
         let mut seen = std::collections::BTreeSet::new();
@@ -644,14 +593,9 @@ impl SessionStore for SqliteStore {
             if !seen.insert(*id) {
                 continue;
             }
-            let row: Option<(i64, String, String, String)> = stmt
-                .query_row(params![session, id], |r| {
-                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
-                })
-                .optional()
-                .db()?;
-            if let Some((seq, step_id, method, prov)) = row {
-                out.push(step_from(seq, step_id, method, &prov)?);
+            let row = stmt.query_row(params![sid, id], step_row).optional().db()?;
+            if let Some((id, step_id, method, prov)) = row {
+                out.push(step_from(id, step_id, method, &prov)?);
             }
         }
         Ok(out)
@@ -664,17 +608,20 @@ impl SessionStore for SqliteStore {
         before: Option<u64>,
         limit: usize,
     ) -> Result<Vec<StepRecord>, StoreError> {
+        let Some(sid) = self.sid(session)? else {
+            return Ok(Vec::new());
+        };
         let mut stmt = self
             .conn
             .prepare_cached(
-                "SELECT s.seq, s.step_id, s.method, s.provenance FROM step_origins o
-                 JOIN steps s ON s.session_id = o.session_id AND s.seq = o.seq
-                 WHERE o.session_id = ?1 AND o.origin = ?2 AND o.seq > ?3 AND o.seq < ?4
+                "SELECT s.id, s.step_id, s.method, s.provenance FROM step_origins o
+                 JOIN steps s ON s.id = o.sid * 4294967296 + o.seq
+                 WHERE o.sid = ?1 AND o.origin = ?2 AND o.seq > ?3 AND o.seq < ?4
                  ORDER BY o.seq DESC LIMIT ?5",
             )
             .db()?;
-        let after = seq_i64(after);
-        let before = before.map_or(i64::MAX, seq_i64);
+        let after = i64::try_from(after).unwrap_or(i64::MAX);
+        let before = before.map_or(i64::MAX, |b| i64::try_from(b).unwrap_or(i64::MAX));
         let lim = i64::try_from(limit).unwrap_or(i64::MAX);
         let mut found: std::collections::BTreeMap<i64, (String, String, String)> =
             std::collections::BTreeMap::new();
@@ -684,18 +631,18 @@ impl SessionStore for SqliteStore {
                 continue;
             }
             let rows = stmt
-                .query_map(params![session, o.as_str(), after, before, lim], |r| {
+                .query_map(params![sid, origin_code(*o), after, before, lim], |r| {
                     Ok((r.get::<_, i64>(0)?, (r.get(1)?, r.get(2)?, r.get(3)?)))
                 })
                 .db()?;
             for row in rows {
-                let (seq, rest) = row.db()?;
-                found.insert(seq, rest);
+                let (id, rest) = row.db()?;
+                found.insert(id, rest);
             }
         }
         let mut out = Vec::new();
-        for (seq, (step_id, method, prov)) in found.into_iter().rev().take(limit) {
-            out.push(step_from(seq, step_id, method, &prov)?);
+        for (id, (step_id, method, prov)) in found.into_iter().rev().take(limit) {
+            out.push(step_from(id, step_id, method, &prov)?);
         }
         Ok(out)
     }
@@ -704,10 +651,15 @@ impl SessionStore for SqliteStore {
         session: &str,
         ids: &[&str],
     ) -> Result<Vec<(u64, Provenance)>, StoreError> {
+        let Some(sid) = self.sid(session)? else {
+            return Ok(Vec::new());
+        };
         let mut stmt = self
             .conn
             .prepare_cached(
-                "SELECT seq, node FROM step_nodes WHERE session_id = ?1 AND provenance_id = ?2 ORDER BY seq DESC LIMIT 1",
+                "SELECT s.id, s.provenance FROM step_nodes n
+                 JOIN steps s ON s.id = n.sid * 4294967296 + n.seq
+                 WHERE n.sid = ?1 AND n.provenance_id = ?2 ORDER BY n.seq DESC LIMIT 1",
             )
             .db()?;
         let mut seen = std::collections::BTreeSet::new();
@@ -717,24 +669,38 @@ impl SessionStore for SqliteStore {
                 continue;
             }
             let row: Option<(i64, String)> = stmt
-                .query_row(params![session, id], |r| Ok((r.get(0)?, r.get(1)?)))
+                .query_row(params![sid, id], |r| Ok((r.get(0)?, r.get(1)?)))
                 .optional()
                 .db()?;
-            if let Some((seq, node)) = row {
-                let p: Provenance =
-                    serde_json::from_str(&node).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-                out.push((u64::try_from(seq).unwrap_or(0), p));
+            if let Some((key, prov)) = row {
+                // The node is the step's last with the id.
+                let nodes: Vec<Provenance> =
+                    serde_json::from_str(&prov).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+                let node = nodes
+                    .into_iter()
+                    .rfind(|p| p.provenance_id == *id)
+                    .ok_or_else(|| {
+                        StoreError::Corrupt(format!(
+                            "step {} has no provenance node {id} its index names",
+                            seq_of(key)
+                        ))
+                    })?;
+                out.push((seq_of(key), node));
             }
         }
         Ok(out)
     }
     fn has_step(&mut self, session: &str, step_id: &str, method: &str) -> Result<bool, StoreError> {
+        let Some(sid) = self.sid(session)? else {
+            return Ok(false);
+        };
         self.conn
             .prepare_cached(
-                "SELECT EXISTS (SELECT 1 FROM steps INDEXED BY steps_by_step_id WHERE session_id = ?1 AND step_id = ?2 AND method = ?3)",
+                "SELECT EXISTS (SELECT 1 FROM step_ids i JOIN steps s ON s.id = i.sid * 4294967296 + i.seq
+                 WHERE i.sid = ?1 AND i.step_id = ?2 AND s.method = ?3)",
             )
             .db()?
-            .query_row(params![session, step_id, method], |r| r.get::<_, bool>(0))
+            .query_row(params![sid, step_id, method], |r| r.get::<_, bool>(0))
             .db()
     }
     fn count_turn_call(
@@ -743,17 +709,18 @@ impl SessionStore for SqliteStore {
         turn: &str,
         budget: &str,
     ) -> Result<Option<u64>, StoreError> {
+        let sid = self.sid_for_write(session)?;
         // Within the unit of work (BEGIN IMMEDIATE holds the write lock),
         // so two processes on one file never count the same call twice.
         let n: i64 = self
             .conn
             .prepare_cached(
-                "INSERT INTO turn_calls (session_id, turn_id, budget, calls) VALUES (?1, ?2, ?3, 1)
-                 ON CONFLICT (session_id, turn_id, budget) DO UPDATE SET calls = calls + 1
+                "INSERT INTO turn_calls (sid, turn_id, budget, calls) VALUES (?1, ?2, ?3, 1)
+                 ON CONFLICT (sid, turn_id, budget) DO UPDATE SET calls = calls + 1
                  RETURNING calls",
             )
             .db()?
-            .query_row(params![session, turn, budget], |r| r.get(0))
+            .query_row(params![sid, turn, budget], |r| r.get(0))
             .db()?;
         Ok(Some(u64::try_from(n).unwrap_or(0)))
     }
@@ -779,12 +746,12 @@ impl SessionStore for SqliteStore {
     ) -> Result<(), StoreError> {
         // Unless the row goes in, the head is read again when next asked.
         let cached = self.head.take();
+        let sid = self.sid_for_write(session)?;
+        let id = key(sid, seq)?;
         self.conn
-            .prepare_cached(
-                "INSERT INTO chain (session_id, seq, canonical, hash) VALUES (?1, ?2, ?3, ?4)",
-            )
+            .prepare_cached("INSERT INTO chain (id, canonical, hash) VALUES (?1, ?2, ?3)")
             .db()?
-            .execute(params![session, seq as i64, canonical, &hash[..]])
+            .execute(params![id, canonical, &hash[..]])
             .db()?;
         if self.in_tx {
             // The new row is the head when it is above the one before.
@@ -806,19 +773,23 @@ impl SessionStore for SqliteStore {
             serde_json::to_string(&rec.entries).map_err(|e| StoreError::Corrupt(e.to_string()))?;
         let codes = serde_json::to_string(&rec.reason_codes)
             .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let sid = self.sid_for_write(session)?;
         self.conn
-            .prepare_cached("INSERT INTO compactions (session_id, step_id, entries, verdict, reasoning, reason_codes) VALUES (?1, ?2, ?3, ?4, ?5, ?6)").db()?
-            .execute(params![session, rec.step_id, entries, rec.verdict.as_str(), rec.reasoning, codes]).db()?;
+            .prepare_cached("INSERT INTO compactions (sid, step_id, entries, verdict, reasoning, reason_codes) VALUES (?1, ?2, ?3, ?4, ?5, ?6)").db()?
+            .execute(params![sid, rec.step_id, entries, rec.verdict.as_str(), rec.reasoning, codes]).db()?;
         Ok(())
     }
     fn last_compaction(&mut self, session: &str) -> Result<Option<CompactionRecord>, StoreError> {
         type Row = (String, String, String, Option<String>, Option<String>);
+        let Some(sid) = self.sid(session)? else {
+            return Ok(None);
+        };
         let row: Option<Row> = self
             .conn
             .prepare_cached(
-                "SELECT step_id, entries, verdict, reasoning, reason_codes FROM compactions WHERE session_id = ?1 ORDER BY id DESC LIMIT 1",
+                "SELECT step_id, entries, verdict, reasoning, reason_codes FROM compactions WHERE sid = ?1 ORDER BY id DESC LIMIT 1",
             ).db()?
-            .query_row(params![session], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
+            .query_row(params![sid], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
             .optional().db()?;
         match row {
             None => Ok(None),
@@ -872,12 +843,13 @@ mod tests {
         ok(a.commit());
     }
 
-    /// After writes that grew the WAL past its limit, the background
-    /// checkpointer brings the file back under it, and nothing committed
-    /// is lost (without the TRUNCATE pass the file keeps its largest size:
-    /// PASSIVE checkpoints never shorten it).
+    /// Under writes that never pause, the WAL goes back under its limit:
+    /// the background checkpointer's RESTART pass makes the next commit
+    /// start the WAL over and cut the file to the limit (PASSIVE passes
+    /// alone never do while a writer keeps committing: the file only
+    /// grows), and nothing committed is lost.
     #[test]
-    fn the_background_checkpointer_bounds_the_wal() {
+    fn the_background_checkpointer_bounds_the_wal_under_writes() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let path = dir.path().join("g.sqlite3");
         let wal = dir.path().join("g.sqlite3-wal");
@@ -887,10 +859,11 @@ mod tests {
         ok(s.checkpoint_in_background_bounded(limit));
         let wal_len = || std::fs::metadata(&wal).map_or(0, |m| m.len());
         let mut largest = 0;
+        let mut cut = 0;
         let mut seq = 0u64;
         let start = std::time::Instant::now();
-        // Writes for a second (four ticks), 20 steps a transaction.
-        while start.elapsed() < Duration::from_millis(1000) {
+        // Back-to-back transactions of 20 steps for up to 5 s (20 ticks).
+        while start.elapsed() < Duration::from_secs(5) && cut < 2 {
             ok(s.begin());
             for _ in 0..20 {
                 seq += 1;
@@ -898,18 +871,14 @@ mod tests {
                 ok(s.record_step("s", &step(seq, &[id.as_str()])));
             }
             ok(s.commit());
-            largest = largest.max(wal_len());
+            let len = wal_len();
+            if largest > limit && len <= limit {
+                cut += 1;
+                largest = 0;
+            }
+            largest = largest.max(len);
         }
-        assert!(
-            largest > limit,
-            "the test wrote too little: {largest} bytes of WAL"
-        );
-        // Within two ticks of the last write the WAL is back under its limit.
-        let quiet = std::time::Instant::now();
-        while wal_len() > limit && quiet.elapsed() < Duration::from_secs(3) {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        assert!(wal_len() <= limit, "WAL {} bytes, limit {limit}", wal_len());
+        assert!(cut >= 2, "the WAL was cut {cut} times under writes");
         drop(s);
         let mut again = SqliteStore::open(&path).unwrap_or_else(|e| panic!("{e}"));
         let steps = again.steps("s").unwrap_or_else(|e| panic!("{e}"));
@@ -925,23 +894,6 @@ mod tests {
                 .iter()
                 .map(|id| Provenance::new(*id, Origin::UserInput, None))
                 .collect(),
-        }
-    }
-
-    /// The provenance array is written from the nodes' own JSON: it must
-    /// be what serialising the whole slice gives.
-    #[test]
-    fn the_provenance_array_is_its_nodes_joined() {
-        let mut prov = step(1, &["a", "b", "a"]).provenance;
-        prov[1] = Provenance::new("b", Origin::ToolOutput, Some("Bash"));
-        for n in [0, 1, 3] {
-            let slice = &prov[..n];
-            let (array, nodes) = encode_provenance(slice).unwrap_or_else(|e| panic!("{e}"));
-            assert_eq!(
-                array,
-                serde_json::to_string(slice).unwrap_or_else(|e| panic!("{e}"))
-            );
-            assert_eq!(nodes.len(), n);
         }
     }
 

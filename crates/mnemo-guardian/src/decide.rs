@@ -6,7 +6,8 @@
 use crate::model::{Origin, Provenance, Trigger, Verdict};
 use crate::policy::{OnUntrusted, Policy, TriggerRule, Trust};
 use serde_json::{Value, json};
-use std::collections::HashMap;
+/// Maps keyed by provenance ids, hashed with foldhash (random seed per process).
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
 /// One context entry (a step) and the provenance of what it carries.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,7 +85,7 @@ impl<'a> TrustResolver<'a> {
             policy,
             pending: nodes.into_iter().collect(),
             nodes: None,
-            memo: HashMap::new(),
+            memo: HashMap::default(),
         }
     }
 
@@ -359,7 +360,8 @@ pub fn decide_compaction_with<'a>(
     // Cumulative taint since the last re-grounding.
     let mut window_start: Option<usize> = None; // index into entries
     let mut window_ids: Vec<&str> = Vec::new();
-    let mut window_seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    let mut window_seen: std::collections::HashSet<&str, foldhash::fast::RandomState> =
+        std::collections::HashSet::default();
     let mut untrusted_total = 0usize;
     // Untrusted entries since the last re-grounding (the open window).
     let mut untrusted_open = 0usize;

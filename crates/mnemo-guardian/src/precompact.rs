@@ -32,7 +32,10 @@ use crate::decide::{
 use crate::model::{Origin, PreCompact, Provenance};
 use crate::policy::Policy;
 use crate::store::{SessionStore, StepRecord, StoreError};
-use std::collections::{HashMap, HashSet};
+/// Maps and sets keyed by step and provenance ids, hashed with foldhash
+/// (random seed per process).
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+type HashSet<T> = std::collections::HashSet<T, foldhash::fast::RandomState>;
 
 /// How many re-grounding candidates are read per look-up.
 const CANDIDATES: usize = 16;
@@ -162,7 +165,7 @@ struct Lineage<'p> {
 
 impl<'p> Lineage<'p> {
     fn new(policy: &'p Policy, last_seq: Option<u64>, entries: &[EntryProvenance]) -> Self {
-        let mut in_entries = HashMap::new();
+        let mut in_entries = HashMap::default();
         for p in entries.iter().flat_map(|e| e.provenance.iter()) {
             in_entries.insert(p.provenance_id.clone(), p.clone());
         }
@@ -170,7 +173,7 @@ impl<'p> Lineage<'p> {
             policy,
             last_seq,
             in_entries,
-            resolved: HashMap::new(),
+            resolved: HashMap::default(),
         }
     }
 
@@ -183,7 +186,7 @@ impl<'p> Lineage<'p> {
         roots: impl IntoIterator<Item = &'r Provenance>,
     ) -> Result<(), StoreError> {
         let mut frontier: Vec<String> = Vec::new();
-        let mut queued: HashSet<String> = HashSet::new();
+        let mut queued: HashSet<String> = HashSet::default();
         let policy = self.policy;
         let mut push = |p: &Provenance,
                         frontier: &mut Vec<String>,
@@ -269,7 +272,8 @@ pub fn recorded_lineage<'e, S: SessionStore + ?Sized>(
     // Sized ahead: a flattened iterator gives no size hint, and growing
     // the map rehashed it a dozen times on a 1,000-entry region.
     let n = entries.clone().map(|e| e.provenance.len()).sum();
-    let mut local: HashMap<&str, &Provenance> = HashMap::with_capacity(n);
+    let mut local: HashMap<&str, &Provenance> =
+        HashMap::with_capacity_and_hasher(n, Default::default());
     local.extend(
         entries
             .clone()
@@ -294,7 +298,7 @@ pub fn recorded_lineage_of<'r, S: SessionStore + ?Sized>(
     session: &str,
     roots: impl Iterator<Item = &'r Provenance>,
 ) -> Result<Vec<Provenance>, StoreError> {
-    reach_recorded(store, policy, session, roots, &HashMap::new())
+    reach_recorded(store, policy, session, roots, &HashMap::default())
 }
 
 /// [`recorded_lineage_of`] with `local` nodes (not recorded yet) followed
@@ -317,7 +321,7 @@ fn reach_recorded<'r, S: SessionStore + ?Sized>(
     roots: impl Iterator<Item = &'r Provenance>,
     local: &HashMap<&str, &Provenance>,
 ) -> Result<Vec<Provenance>, StoreError> {
-    let mut queued: HashSet<String> = HashSet::new();
+    let mut queued: HashSet<String> = HashSet::default();
     let mut frontier: Vec<String> = Vec::new();
     let push = |p: &Provenance, frontier: &mut Vec<String>, queued: &mut HashSet<String>| {
         if policy

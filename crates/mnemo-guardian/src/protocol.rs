@@ -4,7 +4,6 @@
 
 use crate::chain::{self, Hash};
 use crate::decide::{CompactionInput, Decision, EntryProvenance, TrustResolver, decide_compaction};
-use crate::jcs::canonicalize;
 use crate::model::{
     self, ACS_VERSION, AcsParams, ClientHello, Origin, PostCompact, PreCompact, Provenance,
     Trigger, Verdict,
@@ -368,7 +367,7 @@ impl<S: SessionStore> Guardian<S> {
         self.signer = None;
         if self.in_batch {
             let resp = match self.process(req) {
-                Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+                Ok(result) => envelope(id, "result", result),
                 Err(e) => error_response(id, &e),
             };
             if self.signer.is_none() {
@@ -389,7 +388,7 @@ impl<S: SessionStore> Guardian<S> {
             self.signer = self.fallback_signer(req);
         }
         let resp = match (out, commit) {
-            (Ok(result), Ok(())) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+            (Ok(result), Ok(())) => envelope(id, "result", result),
             (Err(e), _) => error_response(id, &e),
             (Ok(_), Err(e)) => error_response(id, &e.into()),
         };
@@ -541,7 +540,7 @@ impl<S: SessionStore> Guardian<S> {
             ));
         }
         let params_v = obj.get("params").unwrap_or(&Value::Null);
-        let params: AcsParams = typed(params_v)?;
+        let params = typed::<ParamsHead>(params_v)?.into_params();
         let session = params.metadata.session_id.clone();
         let now = (self.clock)();
         if method == "system/ping" {
@@ -759,7 +758,7 @@ impl<S: SessionStore> Guardian<S> {
                 }
                 let hash =
                     self.append_step_with(&session, method, &params, params_v, provs, finding)?;
-                r.set("chain_hash", json!(chain::to_hex(&hash)));
+                r.set("chain_hash", Value::String(chain::to_hex(&hash)));
                 Ok(r.0)
             }
         }
@@ -979,7 +978,7 @@ impl<S: SessionStore> Guardian<S> {
             "policy_references",
             json!([{"policy_id": self.policy.policy_id, "policy_version": self.policy.policy_version, "rule_id": d.rule_id}]),
         );
-        r.set("chain_hash", json!(chain::to_hex(&hash)));
+        r.set("chain_hash", Value::String(chain::to_hex(&hash)));
         Ok(r.0)
     }
 
@@ -1044,9 +1043,10 @@ impl<S: SessionStore> Guardian<S> {
         let mut earliest = std::collections::BTreeMap::new();
         for e in host.entries {
             for p in &e.provenance {
-                earliest
-                    .entry(p.origin.as_str().to_string())
-                    .or_insert_with(|| e.step_id.clone());
+                // Looked up by name first: a key string is made once per origin.
+                if !earliest.contains_key(p.origin.as_str()) {
+                    earliest.insert(p.origin.as_str().to_string(), e.step_id.clone());
+                }
             }
         }
         summary.earliest_step_id_by_origin = Some(earliest);
@@ -1529,18 +1529,15 @@ impl<S: SessionStore> Guardian<S> {
         let head = self.store.chain_head(session)?;
         let seq = head.map(|(n, _)| n).unwrap_or(0) + 1;
         let req_hash = step_request_hash(method, params_v);
-        let mut entry = context_entry(
+        let canonical = context_entry_canonical(
             seq,
             &params.request_id,
             method,
             &req_hash,
             &params.timestamp,
             &provenance,
+            finding.as_ref(),
         );
-        if let (Some(f), Value::Object(m)) = (finding, &mut entry) {
-            m.insert("findings".into(), json!([f]));
-        }
-        let canonical = canonicalize(&entry);
         let hash = chain::entry_hash_canonical(&canonical, head.as_ref().map(|(_, h)| h));
         self.store.append_chain(session, seq, &canonical, &hash)?;
         self.store.record_step(
@@ -1561,18 +1558,22 @@ impl<S: SessionStore> Guardian<S> {
         verdict: Verdict,
         reasoning: Option<String>,
     ) -> ResultBuilder {
-        let mut m = Map::new();
-        m.insert("type".into(), json!("final"));
-        m.insert("acs_version".into(), json!(ACS_VERSION));
-        m.insert("request_id".into(), json!(params.request_id));
-        m.insert("decision".into(), json!(verdict.as_str()));
-        if let Some(r) = reasoning {
-            m.insert("reasoning".into(), json!(r));
-        }
-        m.insert(
-            "metadata".into(),
-            json!({"evaluator": "deterministic", "evaluator_version": concat!("mnemo-guardian ", env!("CARGO_PKG_VERSION"))}),
+        // Values made directly (`json!` goes through serde's Serializer for each).
+        let mut meta = Map::new();
+        meta.insert("evaluator".into(), Value::from("deterministic"));
+        meta.insert(
+            "evaluator_version".into(),
+            Value::from(concat!("mnemo-guardian ", env!("CARGO_PKG_VERSION"))),
         );
+        let mut m = Map::new();
+        m.insert("type".into(), Value::from("final"));
+        m.insert("acs_version".into(), Value::from(ACS_VERSION));
+        m.insert("request_id".into(), Value::from(params.request_id.as_str()));
+        m.insert("decision".into(), Value::from(verdict.as_str()));
+        if let Some(r) = reasoning {
+            m.insert("reasoning".into(), Value::String(r));
+        }
+        m.insert("metadata".into(), Value::Object(meta));
         ResultBuilder(Value::Object(m))
     }
 }
@@ -1600,6 +1601,71 @@ pub fn context_entry(
         m.insert("provenance_summary".into(), s);
     }
     e
+}
+
+/// The canonical text (RFC 8785) of the chain entry [`context_entry`]
+/// builds, with `findings: [finding]` when there is one, written straight
+/// into one string: the same bytes as `canonicalize` of that object, without
+/// building it (members in their canonical order, which is fixed: every
+/// name is ASCII).
+pub fn context_entry_canonical(
+    seq: u64,
+    step_id: &str,
+    method: &str,
+    request_hash: &Hash,
+    timestamp: &str,
+    provenance: &[Provenance],
+    finding: Option<&Value>,
+) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::with_capacity(
+        256 + step_id.len() + method.len() + timestamp.len() + 40 * provenance.len(),
+    );
+    let _ = write!(out, "{{\"entry_id\":\"{seq}\"");
+    if let Some(f) = finding {
+        out.push_str(",\"findings\":[");
+        crate::jcs::append_canonical(&mut out, f);
+        out.push(']');
+    }
+    if !provenance.is_empty() {
+        // model::summarize: counts by origin (in name order), the count, the
+        // origins in order of first appearance.
+        let mut seen: Vec<Origin> = Vec::new();
+        for p in provenance {
+            if !seen.contains(&p.origin) {
+                seen.push(p.origin);
+            }
+        }
+        let mut by_name: Vec<&'static str> = seen.iter().map(|o| o.as_str()).collect();
+        by_name.sort_unstable();
+        let _ = write!(
+            out,
+            ",\"provenance_summary\":{{\"entry_count\":{},\"entry_count_by_origin\":{{",
+            provenance.len()
+        );
+        for (i, name) in by_name.iter().enumerate() {
+            let n = provenance
+                .iter()
+                .filter(|p| p.origin.as_str() == *name)
+                .count();
+            let _ = write!(out, "{}\"{name}\":{n}", if i > 0 { "," } else { "" });
+        }
+        out.push_str("},\"origins_seen\":[");
+        for (i, o) in seen.iter().enumerate() {
+            let _ = write!(out, "{}\"{}\"", if i > 0 { "," } else { "" }, o.as_str());
+        }
+        out.push_str("]}");
+    }
+    out.push_str(",\"request_hash\":\"");
+    chain::push_hex(&mut out, request_hash);
+    out.push_str("\",\"step_id\":");
+    crate::jcs::append_string(&mut out, step_id);
+    out.push_str(",\"step_type\":");
+    crate::jcs::append_string(&mut out, method);
+    out.push_str(",\"timestamp\":");
+    crate::jcs::append_string(&mut out, timestamp);
+    out.push('}');
+    out
 }
 
 /// The request hash a step's chain entry carries: SHA-256 of the JCS of its
@@ -1630,8 +1696,18 @@ pub fn expected_post_compact_hash(
     let mut prov: Provenance = serde_json::from_value(summary.clone()).ok()?;
     prov.origin = Origin::AgentGenerated;
     let h = step_request_hash("steps/postCompact", params);
-    let entry = context_entry(seq, request_id, "steps/postCompact", &h, timestamp, &[prov]);
-    Some(chain::to_hex(&chain::entry_hash(&entry, previous)))
+    let entry = context_entry_canonical(
+        seq,
+        request_id,
+        "steps/postCompact",
+        &h,
+        timestamp,
+        &[prov],
+        None,
+    );
+    Some(chain::to_hex(&chain::entry_hash_canonical(
+        &entry, previous,
+    )))
 }
 
 struct ResultBuilder(Value);
@@ -1679,6 +1755,40 @@ pub fn parse_request(bytes: &[u8], max_request_bytes: usize) -> Result<Value, Va
     })
 }
 
+/// A request's `params` as [`AcsParams`] reads them, except that the
+/// payload is only required, not copied: every method reads its payload
+/// from the request itself ([`payload_of`]), and the envelope schema has
+/// already checked that it is an object (so this accepts and refuses
+/// exactly what `AcsParams` does after validation).
+#[derive(Deserialize)]
+struct ParamsHead {
+    acs_version: String,
+    request_id: String,
+    timestamp: String,
+    #[serde(default)]
+    nonce: Option<String>,
+    metadata: model::Metadata,
+    #[allow(dead_code)]
+    payload: serde::de::IgnoredAny,
+    #[serde(default)]
+    signature: Option<model::Signature>,
+}
+
+impl ParamsHead {
+    /// The params with an empty `payload` (see [`ParamsHead`]).
+    fn into_params(self) -> AcsParams {
+        AcsParams {
+            acs_version: self.acs_version,
+            request_id: self.request_id,
+            timestamp: self.timestamp,
+            nonce: self.nonce,
+            metadata: self.metadata,
+            payload: Map::new(),
+            signature: self.signature,
+        }
+    }
+}
+
 /// The `payload` member of a request's `params`.
 fn payload_of(params: &Value) -> &Value {
     params.get("payload").unwrap_or(&Value::Null)
@@ -1692,9 +1802,13 @@ fn typed<'a, T: Deserialize<'a>>(v: &'a Value) -> Result<T, RpcError> {
 
 /// Serialises a response.
 pub fn encode_response(resp: &Value) -> Vec<u8> {
-    serde_json::to_vec(resp).unwrap_or_else(|_| {
-        b"{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32603,\"message\":\"internal error\"}}".to_vec()
-    })
+    // One allocation for a usual answer (serde_json's own starts at 128
+    // bytes and grows three times on the way to a decision's ~500).
+    let mut out = Vec::with_capacity(640);
+    match serde_json::to_writer(&mut out, resp) {
+        Ok(()) => out,
+        Err(_) => b"{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32603,\"message\":\"internal error\"}}".to_vec(),
+    }
 }
 
 fn error_response(id: Value, e: &RpcError) -> Value {
@@ -1702,7 +1816,17 @@ fn error_response(id: Value, e: &RpcError) -> Value {
     if let (Some(d), Value::Object(m)) = (&e.data, &mut err) {
         m.insert("data".into(), d.clone());
     }
-    json!({"jsonrpc": "2.0", "id": id, "error": err})
+    envelope(id, "error", err)
+}
+
+/// A JSON-RPC response object, `{"jsonrpc": "2.0", "id": id, key: value}`,
+/// with `id` and `value` moved in (`json!` would copy both).
+fn envelope(id: Value, key: &str, value: Value) -> Value {
+    let mut m = Map::new();
+    m.insert("jsonrpc".into(), Value::String("2.0".into()));
+    m.insert("id".into(), id);
+    m.insert(key.into(), value);
+    Value::Object(m)
 }
 
 fn unsupported(v: &str) -> RpcError {
@@ -1740,4 +1864,60 @@ pub fn trigger_from_host(s: &str) -> Trigger {
 /// Trust of a provenance node against recorded lineage (for callers outside the protocol).
 pub fn trust_with(policy: &Policy, known: &[Provenance], p: &Provenance) -> Trust {
     TrustResolver::new(policy, known.iter()).trust(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jcs::canonicalize;
+
+    /// The chain entry written straight to text is byte for byte the
+    /// canonical text of the object [`context_entry`] builds (with the
+    /// finding added as `findings`), over every origin mix, repeated
+    /// origins, ids that need escapes and entries without provenance.
+    #[test]
+    fn entry_text_equals_canonicalized_entry_object() {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let ids = ["s-1", "step \"q\"\n\\x", "\u{e9}t\u{1f600}", ""];
+        let methods = [
+            "steps/userMessage",
+            "steps/toolCallResult",
+            "steps/postCompact",
+        ];
+        for round in 0..500u64 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let n = (state % 9) as usize;
+            let provs: Vec<Provenance> = (0..n)
+                .map(|k| {
+                    let o = Origin::ALL[((state >> (k * 3)) % 7) as usize];
+                    Provenance::new(format!("p{k}"), o, None)
+                })
+                .collect();
+            let id = ids[(round % 4) as usize];
+            let method = methods[(round % 3) as usize];
+            let hash = chain::sha256(&round.to_le_bytes());
+            let ts = "2026-09-19T10:00:00.5Z";
+            let finding = (round % 2 == 0)
+                .then(|| json!({"finding": UNRESOLVED_REF, "request_id_ref": id, "z\u{fb33}": 1, "z\u{1f600}": [2]}));
+            let mut entry = context_entry(round * 7919, id, method, &hash, ts, &provs);
+            if let (Some(f), Value::Object(m)) = (&finding, &mut entry) {
+                m.insert("findings".into(), json!([f]));
+            }
+            assert_eq!(
+                context_entry_canonical(
+                    round * 7919,
+                    id,
+                    method,
+                    &hash,
+                    ts,
+                    &provs,
+                    finding.as_ref()
+                ),
+                canonicalize(&entry),
+                "round {round}"
+            );
+        }
+    }
 }

@@ -277,28 +277,33 @@ pub trait SessionStore {
     fn last_compaction(&mut self, session: &str) -> Result<Option<CompactionRecord>, StoreError>;
 }
 
+/// The in-memory store's maps: keyed by ids a client chooses (session,
+/// request, step and provenance ids), hashed with foldhash under a
+/// per-process random seed (SipHash cost ~5x as many instructions a key).
+type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
 #[derive(Debug, Default)]
 struct MemSession {
     handshake: Option<SessionHandshake>,
-    requests: HashMap<String, i64>,
-    nonces: HashMap<String, i64>,
+    requests: FastMap<String, i64>,
+    nonces: FastMap<String, i64>,
     steps: Vec<StepRecord>,
     /// Index of `steps` by step id: the latest step's position.
-    by_step_id: HashMap<String, usize>,
+    by_step_id: FastMap<String, usize>,
     /// Per origin, the positions of the steps that carry it (ascending).
-    by_origin: HashMap<Origin, Vec<usize>>,
+    by_origin: FastMap<Origin, Vec<usize>>,
     /// Per provenance id, the latest node: (step position, node position).
-    nodes: HashMap<String, (usize, usize)>,
+    nodes: FastMap<String, (usize, usize)>,
     chain: Vec<(String, Hash)>,
     compactions: Vec<CompactionRecord>,
     /// Calls per (turn, budget glob).
-    turn_calls: HashMap<(String, String), u64>,
+    turn_calls: FastMap<(String, String), u64>,
 }
 
 /// In-memory store.
 #[derive(Debug, Default)]
 pub struct MemoryStore {
-    sessions: HashMap<String, MemSession>,
+    sessions: FastMap<String, MemSession>,
 }
 
 impl MemoryStore {
@@ -315,8 +320,17 @@ impl MemoryStore {
             .unwrap_or_default()
     }
 
-    fn s(&mut self, session: &str) -> &mut MemSession {
-        self.sessions.entry(session.to_string()).or_default()
+    /// The session's state, made on first use. Looked up before it is
+    /// made: `entry` would copy the id into a new key on every call (three
+    /// times a step).
+    fn s(&mut self, session: &str) -> Result<&mut MemSession, StoreError> {
+        if !self.sessions.contains_key(session) {
+            self.sessions
+                .insert(session.to_string(), MemSession::default());
+        }
+        self.sessions
+            .get_mut(session)
+            .ok_or_else(|| StoreError::Corrupt(format!("session {session:?} vanished")))
     }
 }
 
@@ -325,7 +339,7 @@ impl SessionStore for MemoryStore {
         Ok(self.sessions.get(session).and_then(|s| s.handshake.clone()))
     }
     fn set_handshake(&mut self, session: &str, hs: &SessionHandshake) -> Result<(), StoreError> {
-        self.s(session).handshake = Some(hs.clone());
+        self.s(session)?.handshake = Some(hs.clone());
         Ok(())
     }
     fn mark_request(
@@ -334,7 +348,7 @@ impl SessionStore for MemoryStore {
         request_id: &str,
         at_ms: i64,
     ) -> Result<bool, StoreError> {
-        let seen = &mut self.s(session).requests;
+        let seen = &mut self.s(session)?.requests;
         if seen.contains_key(request_id) {
             return Ok(false);
         }
@@ -342,7 +356,7 @@ impl SessionStore for MemoryStore {
         Ok(true)
     }
     fn mark_nonce(&mut self, session: &str, nonce: &str, at_ms: i64) -> Result<bool, StoreError> {
-        let seen = &mut self.s(session).nonces;
+        let seen = &mut self.s(session)?.nonces;
         if seen.contains_key(nonce) {
             return Ok(false);
         }
@@ -357,7 +371,7 @@ impl SessionStore for MemoryStore {
         Ok(())
     }
     fn record_step(&mut self, session: &str, step: &StepRecord) -> Result<(), StoreError> {
-        let s = self.s(session);
+        let s = self.s(session)?;
         if s.steps.binary_search_by_key(&step.seq, |st| st.seq).is_ok() {
             return Err(StoreError::StepExists {
                 session: session.to_string(),
@@ -377,6 +391,7 @@ impl SessionStore for MemoryStore {
         for o in origins {
             s.by_origin.entry(o).or_default().push(at);
         }
+        s.nodes.reserve(step.provenance.len());
         for (i, p) in step.provenance.iter().enumerate() {
             s.nodes.insert(p.provenance_id.clone(), (at, i));
         }
@@ -479,7 +494,7 @@ impl SessionStore for MemoryStore {
         budget: &str,
     ) -> Result<Option<u64>, StoreError> {
         let n = self
-            .s(session)
+            .s(session)?
             .turn_calls
             .entry((turn.to_string(), budget.to_string()))
             .or_insert(0);
@@ -499,7 +514,7 @@ impl SessionStore for MemoryStore {
         canonical: &str,
         hash: &Hash,
     ) -> Result<(), StoreError> {
-        self.s(session).chain.push((canonical.to_string(), *hash));
+        self.s(session)?.chain.push((canonical.to_string(), *hash));
         Ok(())
     }
     fn record_compaction(
@@ -507,7 +522,7 @@ impl SessionStore for MemoryStore {
         session: &str,
         rec: &CompactionRecord,
     ) -> Result<(), StoreError> {
-        self.s(session).compactions.push(rec.clone());
+        self.s(session)?.compactions.push(rec.clone());
         Ok(())
     }
     fn last_compaction(&mut self, session: &str) -> Result<Option<CompactionRecord>, StoreError> {

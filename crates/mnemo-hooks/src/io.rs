@@ -92,23 +92,25 @@ pub fn run_pre_compact_with(
     input: impl Read,
     sleep: &mut dyn FnMut(std::time::Duration),
 ) -> Result<HookRun, ServeError> {
-    run_pre_compact_keep(host, style, opts, input, sleep, None).map(|(run, _)| run)
+    run_pre_compact_keep(host, style, opts, input, sleep, None)
 }
 
-/// [`run_pre_compact_with`] that, given `keep`, also returns the lines of
-/// a Claude Code transcript it read whole into `keep`
-/// ([`read_transcript_keep`]), for the trail to read without reading or
-/// parsing the file again; `None` when it read it line by line, or read it
-/// more than once (a transcript the host was still writing: the trail then
-/// reads the file itself).
-pub fn run_pre_compact_keep<'b>(
+/// [`run_pre_compact_with`] that, given `keep`, leaves the transcript it
+/// read whole in `keep` ([`Kept`], [`read_transcript_keep`]) for the trail
+/// to read without reading the file again, and feeds `keep.extractor`
+/// (when given) from the same parse as the mapping where an allow is
+/// expected (a manual compaction under `manual_override`; elsewhere the
+/// extractor is dropped). Nothing is left when the transcript was read
+/// line by line, or more than once (a transcript the host was still
+/// writing: the trail then reads the file itself).
+pub fn run_pre_compact_keep(
     host: Host,
     style: BlockStyle,
     opts: &GuardOptions,
     input: impl Read,
     sleep: &mut dyn FnMut(std::time::Duration),
-    keep: Option<&'b mut Vec<u8>>,
-) -> Result<(HookRun, Option<Vec<KeptLine<'b>>>), ServeError> {
+    mut keep: Option<&mut Kept>,
+) -> Result<HookRun, ServeError> {
     let mut buf = Vec::new();
     input.take(MAX_HOOK_INPUT).read_to_end(&mut buf)?;
     let hook = parse_hook_input(&buf)
@@ -139,10 +141,15 @@ pub fn run_pre_compact_keep<'b>(
     // parser reads more members): it is taken where the Guardian is
     // expected to allow, and so the trail to be built, a manual
     // compaction under `manual_override`. Either read decides alike.
-    let keep = keep
-        .filter(|_| hook.trigger.as_deref() == Some("manual") && guardian.policy().manual_override);
+    let expect_allow =
+        hook.trigger.as_deref() == Some("manual") && guardian.policy().manual_override;
+    if let Some(k) = keep.as_deref_mut()
+        && !expect_allow
+    {
+        k.extractor = None;
+    }
     let started = std::time::Instant::now();
-    let (mut g, mut kept) = gather(host, opts, &hook, guardian.policy(), keep);
+    let mut g = gather(host, opts, &hook, guardian.policy(), keep.as_deref_mut());
     let session_id = if hook.session_id.is_empty() {
         "unknown-session"
     } else {
@@ -168,17 +175,36 @@ pub fn run_pre_compact_keep<'b>(
         let trigger = trigger_from_host(hook.trigger.as_deref().unwrap_or("auto"));
         let mut rounds = 0;
         loop {
-            if !dry_allows(&mut guardian, session_id, trigger, &g.entries) {
-                break;
-            }
-            if rounds == 0
-                && let Some(worst) = worst_pending_entry(guardian.policy())
-            {
-                g.entries.push(worst);
-                let stands = dry_allows(&mut guardian, session_id, trigger, &g.entries);
-                g.entries.pop();
-                if stands {
-                    break;
+            let worst = if rounds == 0 {
+                worst_pending_entry(guardian.policy())
+            } else {
+                None
+            };
+            // Either order of the two dry decisions takes the same way
+            // (a deny of the entries read, or an allow that stands with
+            // the worst entry appended, ends the wait); the one expected
+            // to end it goes first, so that one dry decision is taken.
+            match worst {
+                Some(worst) if expect_allow => {
+                    g.entries.push(worst);
+                    let stands = dry_allows(&mut guardian, session_id, trigger, &g.entries);
+                    g.entries.pop();
+                    if stands || !dry_allows(&mut guardian, session_id, trigger, &g.entries) {
+                        break;
+                    }
+                }
+                worst => {
+                    if !dry_allows(&mut guardian, session_id, trigger, &g.entries) {
+                        break;
+                    }
+                    if let Some(worst) = worst {
+                        g.entries.push(worst);
+                        let stands = dry_allows(&mut guardian, session_id, trigger, &g.entries);
+                        g.entries.pop();
+                        if stands {
+                            break;
+                        }
+                    }
                 }
             }
             let quiet = if rounds == 0 { SETTLE } else { REREAD_QUIET };
@@ -197,8 +223,13 @@ pub fn run_pre_compact_keep<'b>(
                 g.entries.push(unread());
                 break;
             }
-            g = gather(host, opts, &hook, guardian.policy(), None).0;
-            kept = None;
+            g = gather(host, opts, &hook, guardian.policy(), None);
+            if let Some(k) = keep.as_deref_mut() {
+                // The trail reads the file itself: what it was fed, and
+                // the bytes, are of an earlier read.
+                k.whole = false;
+                k.fed = false;
+            }
         }
     }
     note.push_str(&g.notes);
@@ -250,16 +281,13 @@ pub fn run_pre_compact_keep<'b>(
     };
     let mut output = render(host, style, &decision);
     output.stderr.insert_str(0, &note);
-    Ok((
-        HookRun {
-            output,
-            decision,
-            entries: entries.len(),
-            bad_lines: bad,
-            recorded,
-        },
-        kept,
-    ))
+    Ok(HookRun {
+        output,
+        decision,
+        entries: entries.len(),
+        bad_lines: bad,
+        recorded,
+    })
 }
 
 /// What one read of the hook's transcript gave.
@@ -281,13 +309,13 @@ fn file_len(path: &std::path::Path) -> Option<u64> {
 /// Reads the transcript the hook input points to into the entries about to
 /// be compacted (plus, for Claude Code, the prompt recorded at
 /// UserPromptSubmit that stands for a line the host has not written yet).
-fn gather<'b>(
+fn gather(
     host: Host,
     opts: &GuardOptions,
     hook: &crate::HookInput,
     policy: &Policy,
-    keep: Option<&'b mut Vec<u8>>,
-) -> (Gathered, Option<Vec<KeptLine<'b>>>) {
+    keep: Option<&mut Kept>,
+) -> Gathered {
     let mut notes = String::new();
     let read_at = std::time::Instant::now();
     let Some(p) = hook.transcript_path.as_deref().filter(|p| !p.is_empty()) else {
@@ -299,11 +327,11 @@ fn gather<'b>(
             len: None,
             read_at,
         };
-        return (g, None);
+        return g;
     };
     let path = std::path::Path::new(p);
     let len = file_len(path);
-    let (mut t, kept) = read_transcript_keep(
+    let mut t = read_transcript_keep(
         host,
         path,
         MAX_LINE,
@@ -354,15 +382,14 @@ fn gather<'b>(
             vec![(Origin::UserInput, Some("claude-code:user".to_string()))],
         ));
     }
-    let g = Gathered {
+    Gathered {
         entries,
         bad: t.bad,
         pending: t.pending_user_turns,
         notes,
         len,
         read_at,
-    };
-    (g, kept)
+    }
 }
 
 /// Result of one PostCompact recording.
@@ -464,7 +491,7 @@ pub fn run_post_compact_record(
                 .as_deref()
                 .is_some_and(|p| !p.is_empty()) =>
         {
-            let (g, _) = gather(host, opts, &hook, guardian.policy(), None);
+            let g = gather(host, opts, &hook, guardian.policy(), None);
             notes.push_str(&g.notes);
             g.entries.into_iter().flat_map(|e| e.provenance).collect()
         }
@@ -625,49 +652,48 @@ pub fn read_transcript_limits(
     lookback: u64,
     collapse: Option<(&Policy, Limits)>,
 ) -> Transcript {
-    read_transcript_keep(host, path, max_line, lookback, collapse, None).0
+    read_transcript_keep(host, path, max_line, lookback, collapse, None)
 }
 
-/// Largest Claude Code transcript read whole into memory and parsed once
-/// for both the Guardian and the trail ([`KeptLine`]); a larger one is
-/// read line by line, and the trail reads it again.
+/// Largest transcript read whole into memory (one read, one buffer of the
+/// file's size, for the boundary scan, the Guardian's lines and the
+/// trail); a larger one is read line by line in bounded memory, and the
+/// trail reads it again.
 pub const KEEP_MAX_BYTES: u64 = 16 << 20;
-/// Most lines kept for the trail ([`KEEP_MAX_BYTES`]; a kept line is
-/// about 1 KB): past it nothing is kept and the trail reads the file again.
-pub const KEEP_MAX_LINES: usize = 20_000;
 
-/// A transcript line as the Guardian's read of it left it for the trail:
-/// parsed by mnemo-trail's parser, or the raw line (blank, not UTF-8, not
-/// JSON) for the trail to read itself ([`mnemo_trail::Extractor::push_bytes`]).
-#[derive(Debug)]
-#[allow(
-    clippy::large_enum_variant,
-    reason = "kept in one Vec of at most KEEP_MAX_LINES; a Box a line would cost an allocation a line"
-)]
-pub enum KeptLine<'b> {
-    /// The line's parse ([`mnemo_trail::parse::parse_line`]).
-    Parsed(mnemo_trail::parse::Line<'b>),
-    /// The line as it is in the file.
-    Raw(&'b [u8]),
+/// What one read of a transcript leaves for the trail
+/// ([`read_transcript_keep`]).
+#[derive(Debug, Default)]
+pub struct Kept {
+    /// The file as read whole (when [`Kept::whole`]): the trail reads its
+    /// lines from here, not from the file again.
+    pub bytes: Vec<u8>,
+    /// Whether the last read read the file whole into `bytes`.
+    pub whole: bool,
+    /// Given, a Claude Code transcript read whole whose region starts at
+    /// its first byte has each line parsed once, by mnemo-trail's parser,
+    /// for the mapping ([`claude::Mapper::line_parsed`]) and for this
+    /// extractor, which is fed every line of the file in order.
+    pub extractor: Option<mnemo_trail::Extractor>,
+    /// Whether the last read fed `extractor` every line of the file.
+    pub fed: bool,
 }
 
-/// [`read_transcript_limits`] that, given `keep` (Claude Code only), reads
-/// a transcript of at most [`KEEP_MAX_BYTES`] whose region starts at its
-/// first byte whole into `keep` and parses each line once, with
-/// mnemo-trail's parser, for the mapping ([`claude::Mapper::line_parsed`])
-/// and for the trail: the lines come back beside the transcript, in file
-/// order (every line of the file), borrowing from `keep`. Otherwise (and
-/// past [`KEEP_MAX_LINES`]) nothing is kept (`None`) and the file is read
-/// line by line as [`read_transcript_limits`] reads it.
-pub fn read_transcript_keep<'b>(
+/// [`read_transcript_limits`] that reads a transcript of at most
+/// [`KEEP_MAX_BYTES`] (and `max_line`) whole, once, into one buffer of its
+/// size (into `keep.bytes` when given, for the trail), and maps its lines
+/// from there; a larger one is read line by line. Given `keep` with an
+/// extractor (Claude Code, region from the first byte), each line is
+/// parsed once for the mapping and the extractor ([`Kept`]). Either way
+/// the transcript read is the same.
+pub fn read_transcript_keep(
     host: Host,
     path: &std::path::Path,
     max_line: usize,
     lookback: u64,
     collapse: Option<(&Policy, Limits)>,
-    keep: Option<&'b mut Vec<u8>>,
-) -> (Transcript, Option<Vec<KeptLine<'b>>>) {
-    let mut kept: Option<Vec<KeptLine<'b>>> = None;
+    keep: Option<&mut Kept>,
+) -> Transcript {
     let mut collapser = collapse.map(|(p, l)| Collapser::new(p, l));
     let mut t = Transcript::default();
     let mut file = match std::fs::File::open(path) {
@@ -675,20 +701,38 @@ pub fn read_transcript_keep<'b>(
         Err(e) => {
             t.problems.push(e.to_string());
             t.entries.push(unread());
-            return (t, None);
+            return t;
         }
     };
+    let mut local = Vec::new();
+    let (buf, extractor, mut kept_flags) = match keep {
+        Some(k) => {
+            k.whole = false;
+            k.fed = false;
+            (
+                &mut k.bytes,
+                k.extractor.as_mut(),
+                Some((&mut k.whole, &mut k.fed)),
+            )
+        }
+        None => (&mut local, None, None),
+    };
+    let whole = read_small(&mut file, buf, KEEP_MAX_BYTES.min(max_line as u64));
     let (pattern, lookback): (&[u8], u64) = match host {
         Host::ClaudeCode => (b"\"compact_boundary\"", lookback),
         Host::Codex => (b"\"compacted\"", 0),
     };
-    let boundary = match last_boundary(&mut file, pattern, host) {
+    let boundary = match whole {
+        Some(bytes) => Ok(last_boundary_in(bytes, pattern, host)),
+        None => last_boundary(&mut file, pattern, host),
+    };
+    let boundary = match boundary {
         Ok(b) => b,
         Err(e) => {
             t.problems
                 .push(format!("looking for the last compaction: {e}"));
             t.entries.push(unread());
-            return (t, None);
+            return t;
         }
     };
     let start = match boundary {
@@ -703,130 +747,79 @@ pub fn read_transcript_keep<'b>(
     };
     let mut problems = Vec::new();
     let mut lineno = 0usize;
-    // The whole file in memory, each line parsed once for the mapping and
-    // the trail (the file is not read again for the trail).
-    let whole = match (keep, &mut mapper) {
-        (Some(buf), AnyMapper::Claude(_)) if start == 0 => {
-            read_small(&mut file, buf, KEEP_MAX_BYTES.min(max_line as u64))
+    // Nothing is folded before the reader has passed the last boundary
+    // (entries before it may be named as preserved by it).
+    let fold_from = boundary.map_or(0, |b| b + 1);
+    if let Some(bytes) = whole {
+        if let Some(flags) = kept_flags.as_mut() {
+            *flags.0 = true;
         }
-        _ => None,
-    };
-    if let (Some(bytes), AnyMapper::Claude(m)) = (whole, &mut mapper) {
-        let fold_from = boundary.map_or(0, |b| b + 1);
-        let mut lines = Vec::new();
-        let mut keeping = true;
-        let mut pos = 0usize;
-        while pos < bytes.len() {
-            let end = memchr::memchr(b'\n', &bytes[pos..]).map_or(bytes.len(), |i| pos + i + 1);
-            let raw = &bytes[pos..end];
-            pos = end;
-            lineno += 1;
-            let parsed = match std::str::from_utf8(raw) {
-                Ok(s) if !s.trim().is_empty() => {
-                    let p = mnemo_trail::parse::parse_line(s).ok();
-                    m.line_parsed(s, p.as_ref(), lineno);
-                    p
-                }
-                Ok(_) => None,
-                Err(_) => {
-                    m.line("\u{0}", lineno);
-                    None
-                }
-            };
-            if keeping {
-                lines.push(match parsed {
-                    Some(l) => KeptLine::Parsed(l),
-                    None => KeptLine::Raw(raw),
-                });
-                if lines.len() > KEEP_MAX_LINES {
-                    keeping = false;
-                    lines = Vec::new();
-                }
-            }
-            if pos as u64 > fold_from
-                && let Some(c) = collapser.as_mut()
-            {
-                m.collapse(c);
-            }
-        }
-        kept = keeping.then_some(lines);
-    }
-    let r = (|| -> std::io::Result<()> {
-        if kept.is_some() {
-            return Ok(());
-        }
-        use std::io::{BufRead, Seek, SeekFrom};
-        // Line numbers of the part not read, counted, not parsed.
-        file.seek(SeekFrom::Start(0))?;
-        let mut counter = std::io::BufReader::with_capacity(1 << 20, &mut file);
-        let mut left = start;
-        while left > 0 {
-            let buf = counter.fill_buf()?;
-            if buf.is_empty() {
-                break;
-            }
-            let n = buf.len().min(left as usize);
-            lineno += memchr::memchr_iter(b'\n', &buf[..n]).count();
-            counter.consume(n);
-            left -= n as u64;
-        }
-        drop(counter);
-        file.seek(SeekFrom::Start(start))?;
-        let mut reader = std::io::BufReader::with_capacity(1 << 20, &mut file);
-        let mut line = Vec::new();
-        let mut first = start > 0 && boundary != Some(start);
-        // Entries before the last boundary may be named as preserved by it:
-        // nothing is folded before the reader has passed it.
-        let fold_from = boundary.map_or(0, |b| b + 1);
-        let mut pos = start;
-        loop {
-            line.clear();
-            let n = (&mut reader)
-                .take(max_line as u64 + 1)
-                .read_until(b'\n', &mut line)?;
-            if n == 0 {
-                break;
-            }
-            pos += n as u64;
-            lineno += 1;
-            if line.len() > max_line && line.last() != Some(&b'\n') {
-                // Skip the rest of the line without keeping it.
-                loop {
-                    let buf = reader.fill_buf()?;
-                    if buf.is_empty() {
-                        break;
-                    }
-                    match memchr::memchr(b'\n', buf) {
-                        Some(i) => {
-                            reader.consume(i + 1);
-                            break;
-                        }
-                        None => {
-                            let k = buf.len();
-                            reader.consume(k);
+        match (&mut mapper, extractor) {
+            (AnyMapper::Claude(m), Some(x)) if start == 0 => {
+                // Each line parsed once, for the mapping and the trail.
+                let mut pos = 0usize;
+                for raw in bytes.split_inclusive(|&b| b == b'\n') {
+                    pos += raw.len();
+                    lineno += 1;
+                    match std::str::from_utf8(raw) {
+                        Ok(s) if !s.trim().is_empty() => match mnemo_trail::parse::parse_line(s) {
+                            Ok(p) => {
+                                m.line_parsed(s, Some(&p), lineno);
+                                x.push_parsed_line(&p);
+                            }
+                            Err(_) => {
+                                m.line_parsed(s, None, lineno);
+                                x.push_bytes(raw);
+                            }
+                        },
+                        Ok(_) => x.push_bytes(raw),
+                        Err(_) => {
+                            m.line("\u{0}", lineno);
+                            x.push_bytes(raw);
                         }
                     }
+                    if pos as u64 > fold_from
+                        && let Some(c) = collapser.as_mut()
+                    {
+                        m.collapse(c);
+                    }
                 }
-                problems.push((lineno, format!("line {lineno} is over {max_line} bytes")));
-                continue;
+                if let Some(flags) = kept_flags.as_mut() {
+                    *flags.1 = true;
+                }
             }
-            if std::mem::take(&mut first) {
-                // The look-back starts inside a line: not a whole line.
-                continue;
-            }
-            match std::str::from_utf8(&line) {
-                Ok(s) => mapper.line(s, lineno),
-                Err(_) => mapper.line("\u{0}", lineno),
-            }
-            if pos > fold_from
-                && let Some(c) = collapser.as_mut()
-            {
-                mapper.collapse(c);
+            _ => {
+                let start = start as usize;
+                lineno += memchr::memchr_iter(b'\n', &bytes[..start]).count();
+                let mut first = start > 0 && boundary != Some(start as u64);
+                let mut pos = start;
+                for raw in bytes[start..].split_inclusive(|&b| b == b'\n') {
+                    pos += raw.len();
+                    lineno += 1;
+                    if std::mem::take(&mut first) {
+                        // The look-back starts inside a line: not a whole line.
+                        continue;
+                    }
+                    match std::str::from_utf8(raw) {
+                        Ok(s) => mapper.line(s, lineno),
+                        Err(_) => mapper.line("\u{0}", lineno),
+                    }
+                    if pos as u64 > fold_from
+                        && let Some(c) = collapser.as_mut()
+                    {
+                        mapper.collapse(c);
+                    }
+                }
             }
         }
-        Ok(())
-    })();
-    if let Err(e) = r {
+    } else if let Err(e) = read_lines(
+        &mut file,
+        (start, boundary, fold_from, max_line),
+        &mut lineno,
+        &mut mapper,
+        &mut collapser,
+        &mut problems,
+    ) {
         problems.push((usize::MAX, format!("read error after line {lineno}: {e}")));
     }
     let (mut entries, bad) = match mapper {
@@ -862,7 +855,87 @@ pub fn read_transcript_keep<'b>(
     }
     t.entries = entries;
     t.bad = bad;
-    (t, kept)
+    t
+}
+
+/// The line-by-line read of a transcript too large to read whole: the
+/// lines from `start` (line numbers of the part before it counted, not
+/// parsed), a line over `max_line` skipped and named in `problems`.
+fn read_lines(
+    file: &mut std::fs::File,
+    (start, boundary, fold_from, max_line): (u64, Option<u64>, u64, usize),
+    lineno: &mut usize,
+    mapper: &mut AnyMapper,
+    collapser: &mut Option<Collapser<'_>>,
+    problems: &mut Vec<(usize, String)>,
+) -> std::io::Result<()> {
+    use std::io::{BufRead, Seek, SeekFrom};
+    file.seek(SeekFrom::Start(0))?;
+    let mut counter = std::io::BufReader::with_capacity(1 << 16, &mut *file);
+    let mut left = start;
+    while left > 0 {
+        let buf = counter.fill_buf()?;
+        if buf.is_empty() {
+            break;
+        }
+        let n = buf.len().min(left as usize);
+        *lineno += memchr::memchr_iter(b'\n', &buf[..n]).count();
+        counter.consume(n);
+        left -= n as u64;
+    }
+    drop(counter);
+    file.seek(SeekFrom::Start(start))?;
+    let mut reader = std::io::BufReader::with_capacity(1 << 20, &mut *file);
+    let mut line = Vec::new();
+    let mut first = start > 0 && boundary != Some(start);
+    let mut pos = start;
+    loop {
+        line.clear();
+        let n = (&mut reader)
+            .take(max_line as u64 + 1)
+            .read_until(b'\n', &mut line)?;
+        if n == 0 {
+            break;
+        }
+        pos += n as u64;
+        *lineno += 1;
+        if line.len() > max_line && line.last() != Some(&b'\n') {
+            // Skip the rest of the line without keeping it.
+            loop {
+                let buf = reader.fill_buf()?;
+                if buf.is_empty() {
+                    break;
+                }
+                match memchr::memchr(b'\n', buf) {
+                    Some(i) => {
+                        reader.consume(i + 1);
+                        break;
+                    }
+                    None => {
+                        let k = buf.len();
+                        reader.consume(k);
+                    }
+                }
+            }
+            let at = *lineno;
+            problems.push((at, format!("line {at} is over {max_line} bytes")));
+            continue;
+        }
+        if std::mem::take(&mut first) {
+            // The look-back starts inside a line: not a whole line.
+            continue;
+        }
+        match std::str::from_utf8(&line) {
+            Ok(s) => mapper.line(s, *lineno),
+            Err(_) => mapper.line("\u{0}", *lineno),
+        }
+        if pos > fold_from
+            && let Some(c) = collapser.as_mut()
+        {
+            mapper.collapse(c);
+        }
+    }
+    Ok(())
 }
 
 /// The whole file in `buf` when it is at most `max` bytes long (`None`:
@@ -874,11 +947,13 @@ fn read_small<'b>(file: &mut std::fs::File, buf: &'b mut Vec<u8>, max: u64) -> O
         return None;
     }
     buf.clear();
-    file.seek(SeekFrom::Start(0)).ok()?;
-    buf.reserve(len as usize + 1);
+    buf.reserve_exact(len as usize + 1);
     let ok = file.by_ref().take(max + 1).read_to_end(buf).is_ok() && buf.len() as u64 <= max;
-    file.seek(SeekFrom::Start(0)).ok()?;
-    ok.then_some(&buf[..])
+    if !ok {
+        file.seek(SeekFrom::Start(0)).ok()?;
+        return None;
+    }
+    Some(&buf[..])
 }
 
 /// Whether a Claude Code `compact_boundary` line starts in `from..to` of
@@ -910,13 +985,12 @@ fn last_boundary(
     host: Host,
 ) -> std::io::Result<Option<u64>> {
     use std::io::{Seek, SeekFrom};
-    const CHUNK: u64 = 1 << 20;
     let len = file.metadata()?.len();
     let finder = memchr::memmem::Finder::new(pattern);
     let mut end = len;
-    let mut buf = vec![0u8; (CHUNK as usize) + pattern.len()];
+    let mut buf = vec![0u8; (BOUNDARY_CHUNK.min(len) as usize) + pattern.len()];
     while end > 0 {
-        let begin = end.saturating_sub(CHUNK);
+        let begin = end.saturating_sub(BOUNDARY_CHUNK);
         // Overlap the next chunk by the pattern's length.
         let stop = (end + pattern.len() as u64).min(len);
         let n = (stop - begin) as usize;
@@ -938,6 +1012,39 @@ fn last_boundary(
         end = begin;
     }
     Ok(None)
+}
+
+/// How much of the file [`last_boundary`] scans at a time, from the end.
+const BOUNDARY_CHUNK: u64 = 1 << 20;
+
+/// [`last_boundary`] of a file read whole into `bytes` (at most
+/// [`KEEP_MAX_BYTES`], under [`MAX_LINE`]): the same scan, chunk by chunk
+/// from the end, on the bytes in memory.
+fn last_boundary_in(bytes: &[u8], pattern: &[u8], host: Host) -> Option<u64> {
+    let chunk = BOUNDARY_CHUNK as usize;
+    let len = bytes.len();
+    let finder = memchr::memmem::Finder::new(pattern);
+    let mut end = len;
+    while end > 0 {
+        let begin = end.saturating_sub(chunk);
+        let stop = (end + pattern.len()).min(len);
+        let hay = &bytes[begin..stop];
+        let found: Vec<usize> = finder.find_iter(hay).filter(|&i| begin + i < end).collect();
+        for &i in found.iter().rev() {
+            if i > 0 && hay[i - 1] == b'\\' {
+                continue;
+            }
+            let at = begin + i;
+            let start = memchr::memrchr(b'\n', &bytes[..at]).map_or(0, |j| j + 1);
+            let line = &bytes[start..];
+            let line = memchr::memchr(b'\n', line).map_or(line, |j| &line[..=j]);
+            if is_boundary_bytes(line, host) {
+                return Some(start as u64);
+            }
+        }
+        end = begin;
+    }
+    None
 }
 
 fn line_start(file: &mut std::fs::File, at: u64) -> std::io::Result<u64> {
@@ -967,6 +1074,12 @@ fn is_boundary_line(file: &mut std::fs::File, start: u64, host: Host) -> std::io
     std::io::BufReader::new(&mut *file)
         .take(MAX_LINE as u64)
         .read_until(b'\n', &mut line)?;
+    Ok(is_boundary_bytes(&line, host))
+}
+
+/// Whether a line is a compaction line of the host (Claude Code: `system`
+/// / `compact_boundary`; Codex: `compacted`).
+fn is_boundary_bytes(line: &[u8], host: Host) -> bool {
     #[derive(serde::Deserialize)]
     struct Head<'a> {
         #[serde(rename = "type", borrow, default)]
@@ -974,15 +1087,15 @@ fn is_boundary_line(file: &mut std::fs::File, start: u64, host: Host) -> std::io
         #[serde(borrow, default)]
         subtype: Option<std::borrow::Cow<'a, str>>,
     }
-    let Ok(h) = serde_json::from_slice::<Head<'_>>(&line) else {
-        return Ok(false);
+    let Ok(h) = serde_json::from_slice::<Head<'_>>(line) else {
+        return false;
     };
-    Ok(match host {
+    match host {
         Host::ClaudeCode => {
             h.kind.as_deref() == Some("system") && h.subtype.as_deref() == Some("compact_boundary")
         }
         Host::Codex => h.kind.as_deref() == Some("compacted"),
-    })
+    }
 }
 
 /// A fresh UUID-shaped id (version 4 layout) for one hook decision, from

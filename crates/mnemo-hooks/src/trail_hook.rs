@@ -23,7 +23,7 @@
 //! rename). A trail that cannot be built or stored never changes the
 //! Guardian's decision; the hook says so on stderr.
 
-use crate::io::{HookRun, KeptLine, MAX_HOOK_INPUT, run_pre_compact, run_pre_compact_keep};
+use crate::io::{HookRun, Kept, MAX_HOOK_INPUT, run_pre_compact, run_pre_compact_keep};
 use crate::{BlockStyle, Host, parse_hook_input};
 use mnemo_acs::model::Verdict;
 use mnemo_guardian_store::open::{GuardOptions, OpenError, default_store_path};
@@ -112,22 +112,32 @@ pub fn trail_of_file(path: &Path, host: HostKind, budget: usize) -> Result<Trail
     x.finish(budget).map_err(|e| e.to_string())
 }
 
-/// The trail of the lines the Guardian's read kept
-/// ([`crate::io::read_transcript_keep`]): the same trail as
-/// [`trail_of_file`] of that file.
-pub fn trail_of_kept(
-    lines: &[KeptLine<'_>],
-    host: HostKind,
-    budget: usize,
-) -> Result<Trail, String> {
+/// The trail of a transcript the Guardian's read left in memory
+/// ([`crate::io::read_transcript_keep`], at most
+/// [`crate::io::KEEP_MAX_BYTES`]): the same trail as [`trail_of_file`] of
+/// that file.
+pub fn trail_of_bytes(bytes: &[u8], host: HostKind, budget: usize) -> Result<Trail, String> {
     let mut x = Extractor::new(Some(host));
-    for l in lines {
-        match l {
-            KeptLine::Parsed(p) => x.push_parsed_line(p),
-            KeptLine::Raw(b) => x.push_bytes(b),
-        }
+    for line in bytes.split_inclusive(|&b| b == b'\n') {
+        x.push_bytes(line);
     }
     x.finish(budget).map_err(|e| e.to_string())
+}
+
+/// The trail of what one read of the Guardian left ([`Kept`]): the
+/// extractor it fed, the bytes it read whole, or else (`None`) nothing.
+pub fn trail_of_read(kept: Kept, host: HostKind, budget: usize) -> Option<Result<Trail, String>> {
+    match kept {
+        Kept {
+            fed: true,
+            extractor: Some(x),
+            ..
+        } => Some(x.finish(budget).map_err(|e| e.to_string())),
+        Kept {
+            whole: true, bytes, ..
+        } => Some(trail_of_bytes(&bytes, host, budget)),
+        _ => None,
+    }
 }
 
 fn host_kind(host: Host) -> HostKind {
@@ -152,12 +162,20 @@ pub fn run_pre_compact_with_trail(
     let Some(budget) = budget else {
         return run_pre_compact(host, style, opts, &buf[..]);
     };
-    // A Claude Code transcript the Guardian reads whole is parsed once for
-    // both: the trail takes the Guardian's lines.
-    let mut file = Vec::new();
-    let keep = (host == Host::ClaudeCode).then_some(&mut file);
-    let (mut run, kept) =
-        run_pre_compact_keep(host, style, opts, &buf[..], &mut std::thread::sleep, keep)?;
+    // A transcript the Guardian reads whole is read once for both (a
+    // Claude Code one, where an allow is expected, parsed once for both).
+    let mut kept = Kept {
+        extractor: (host == Host::ClaudeCode).then(|| Extractor::new(Some(host_kind(host)))),
+        ..Kept::default()
+    };
+    let mut run = run_pre_compact_keep(
+        host,
+        style,
+        opts,
+        &buf[..],
+        &mut std::thread::sleep,
+        Some(&mut kept),
+    )?;
     if run.decision.verdict == Verdict::Deny {
         return Ok(run);
     }
@@ -165,11 +183,8 @@ pub fn run_pre_compact_with_trail(
     let Some(path) = hook.transcript_path.as_deref().filter(|p| !p.is_empty()) else {
         return Ok(run);
     };
-    let built = match &kept {
-        Some(lines) => trail_of_kept(lines, host_kind(host), budget),
-        None => trail_of_file(Path::new(path), host_kind(host), budget),
-    };
-    drop(kept);
+    let built = trail_of_read(kept, host_kind(host), budget)
+        .unwrap_or_else(|| trail_of_file(Path::new(path), host_kind(host), budget));
     let trail = match built {
         Ok(t) => t,
         Err(e) => {

@@ -238,6 +238,11 @@ impl Extractor {
         self.host
     }
 
+    /// Lines read so far (blank lines not counted).
+    pub fn lines(&self) -> usize {
+        self.lines
+    }
+
     /// Reads one transcript line (blank lines are skipped; a line that is
     /// not JSON is counted in `bad_lines`). The line is read typed and
     /// borrowed ([`parse::parse_line`]): nothing of it is kept but the

@@ -237,6 +237,8 @@ static BLOCKER_WORDS: Words = Words::new(&[
 static CONSTRAINT_RE: Pattern = Pattern::new(CONSTRAINT, |h| CONSTRAINT_WORDS.found_in(h));
 static DECISION_RE: Pattern = Pattern::new(DECISION, |h| DECISION_WORDS.found_in(h));
 static BLOCKER_RE: Pattern = Pattern::new(BLOCKER, |h| BLOCKER_WORDS.found_in(h));
+/// The first letters of the extensions of [`ANCHORS`]' path pattern.
+const EXTENSION_STARTS: &[u8] = b"rptjgsymelch";
 /// [`ANCHORS`], each with what every match of it holds.
 static ANCHOR_RES: [Pattern; 9] = [
     // `METHOD /`
@@ -246,8 +248,13 @@ static ANCHOR_RES: [Pattern; 9] = [
     Pattern::new(ANCHORS[2], |h| {
         h.windows(2).any(|w| w[0] == b':' && w[1].is_ascii_digit())
     }),
-    // a directory's `/` or an extension's `.`
-    Pattern::literal(ANCHORS[3], |h| h.iter().any(|&b| b == b'/' || b == b'.')),
+    // a directory's `/`, or an extension's `.` and its first letter (a
+    // sentence's closing `.` alone compiles nothing)
+    Pattern::literal(ANCHORS[3], |h| {
+        h.contains(&b'/')
+            || h.windows(2)
+                .any(|w| w[0] == b'.' && EXTENSION_STARTS.contains(&w[1]))
+    }),
     Pattern::literal(ANCHORS[4], |h| h.contains(&b'_')),
     Pattern::literal(ANCHORS[5], |h| has(h, b"--")),
     Pattern::new(ANCHORS[6], |h| has_ci(h, b"table")),
@@ -519,6 +526,27 @@ mod tests {
 
     fn spans(re: &Regex, s: &str) -> Vec<(usize, usize)> {
         re.find_iter(s).map(|m| (m.start(), m.end())).collect()
+    }
+
+    #[test]
+    fn the_path_pre_check_holds_for_every_extension_and_skips_a_full_stop() {
+        let p = &ANCHOR_RES[3];
+        for ext in [
+            "rs", "py", "ts", "tsx", "js", "go", "sql", "toml", "yaml", "yml", "json", "md", "sh",
+            "env", "lock", "css", "html",
+        ] {
+            let s = format!("Open main.{ext} now");
+            assert!((p.may_match)(s.as_bytes()), "{s}");
+            assert_eq!(anchors(&s), vec![format!("main.{ext}")], "{s}");
+        }
+        for s in [
+            "Running the tests.",
+            "All green. Next one.",
+            "Done! 3.5 of them",
+        ] {
+            assert!(p.for_haystack(s).is_none(), "{s}");
+        }
+        assert!(p.for_haystack("see a/b").is_some());
     }
 
     #[test]
