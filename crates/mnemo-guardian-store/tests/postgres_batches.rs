@@ -350,3 +350,47 @@ fn a_dropped_connection_fails_one_batch_then_the_store_goes_on() {
     }
     assert_eq!(entries.len(), 3);
 }
+
+/// The check a one-trip batch sends with its rows refuses a copy that
+/// another handle made stale by something no row of the batch collides
+/// with (here the handshake): the commit fails, nothing is kept,
+/// `take_stale` says so once, and the same work done again reads the
+/// database's handshake under the lock.
+#[test]
+fn a_copy_made_stale_by_another_handshake_fails_its_check() {
+    let Some(url) = url() else { return };
+    let s = fresh_session(0xb5);
+    let mut a = PostgresStore::open(&url).unwrap();
+    let mut b = PostgresStore::open(&url).unwrap();
+    let hs = |methods: &[&str]| mnemo_guardian::store::SessionHandshake {
+        version: "0.1.0".into(),
+        methods: Some(methods.iter().map(|m| m.to_string()).collect()),
+    };
+    // A commits the session (its copy: this handshake, no step).
+    a.begin().unwrap();
+    a.lock_sessions(&[&s]).unwrap();
+    a.set_handshake(&s, &hs(&["steps/userMessage"])).unwrap();
+    a.commit().unwrap();
+    // B replaces the handshake.
+    b.set_handshake(&s, &hs(&["steps/preCompact"])).unwrap();
+    // A decides against its copy, in one trip, which fails its check.
+    a.begin().unwrap();
+    a.expect_marks(&s, &["m1"], &[]).unwrap();
+    a.lock_sessions(&[&s]).unwrap();
+    let before = a.round_trips();
+    assert_eq!(a.handshake(&s).unwrap(), Some(hs(&["steps/userMessage"])));
+    assert!(a.mark_request(&s, "m1", 1).unwrap());
+    assert!(a.commit().is_err(), "a stale copy is never committed");
+    assert_eq!(a.round_trips() - before, 1);
+    assert!(a.take_stale());
+    assert!(!a.take_stale(), "said once");
+    // Nothing was kept: B sees m1 unseen; A, again, reads B's handshake.
+    a.begin().unwrap();
+    a.expect_marks(&s, &["m1"], &[]).unwrap();
+    a.lock_sessions(&[&s]).unwrap();
+    assert_eq!(a.handshake(&s).unwrap(), Some(hs(&["steps/preCompact"])));
+    assert!(a.mark_request(&s, "m1", 1).unwrap(), "m1 was not kept");
+    a.commit().unwrap();
+    assert!(!a.take_stale());
+    assert!(!b.mark_request(&s, "m1", 2).unwrap());
+}
