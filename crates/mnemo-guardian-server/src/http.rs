@@ -52,6 +52,8 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::{Semaphore, mpsc, oneshot};
 
+use crate::stats;
+
 /// Most bytes of request line plus headers; a longer head is answered 431
 /// (up to [`READ_BUFFER_BYTES`]; a head longer than that is cut off: the
 /// connection is closed without an answer).
@@ -192,6 +194,7 @@ where
         .enable_all()
         .build()?;
     listener.set_nonblocking(true)?;
+    stats::start_reporting();
     let wrap = Arc::new(wrap);
     rt.block_on(async move {
         let jobs = match limits.decider {
@@ -298,7 +301,7 @@ async fn decide_loop<S: SessionStore>(mut g: Guardian<S>, mut rx: mpsc::Receiver
                 Err(_) => break,
             }
         }
-        let answers = g.handle_batch(&requests);
+        let answers = decide_batch(&mut g, &requests);
         requests.clear();
         // A missing answer drops its sender: that request gets -32603.
         for (reply, answer) in replies.drain(..).zip(answers) {
@@ -306,6 +309,17 @@ async fn decide_loop<S: SessionStore>(mut g: Guardian<S>, mut rx: mpsc::Receiver
         }
         replies.clear();
     }
+}
+
+/// `g.handle_batch`, counted in the histograms when they are on.
+fn decide_batch<S: SessionStore>(g: &mut Guardian<S>, requests: &[Value]) -> Vec<Value> {
+    let Some(st) = stats::get() else {
+        return g.handle_batch(requests);
+    };
+    let t = Instant::now();
+    let answers = g.handle_batch(requests);
+    st.batch(requests.len(), stats::micros(t));
+    answers
 }
 
 /// Sends each turn's requests to the decider's thread (see [`Turn`]);
@@ -322,6 +336,9 @@ async fn flush_turns(turn: Arc<Turn>, to_deciders: Vec<std::sync::mpsc::Sender<V
         };
         if batch.is_empty() {
             continue;
+        }
+        if let Some(st) = stats::get() {
+            st.turn_size.record(batch.len() as u64);
         }
         if n <= 1 {
             match to_deciders.first() {
@@ -369,7 +386,7 @@ fn decide_thread<S: SessionStore>(
                 requests.push(job.request);
                 replies.push(job.reply);
             }
-            let answers = g.handle_batch(&requests);
+            let answers = decide_batch(&mut g, &requests);
             requests.clear();
             // A missing answer drops its sender: that request gets -32603.
             let answered: Answered = replies.drain(..).zip(answers).collect();
@@ -424,6 +441,8 @@ where
         inner: io,
         start,
         last: last.clone(),
+        stats: stats::get(),
+        read_at: None,
     });
     let svc = hyper::service::service_fn(move |req| answer(req, shared.clone()));
     let conn = hyper::server::conn::http1::Builder::new()
@@ -451,6 +470,10 @@ struct Activity<T> {
     inner: T,
     start: Instant,
     last: Arc<AtomicU64>,
+    /// The histograms, when on; then `read_at` is when the first byte of
+    /// the request being answered was read.
+    stats: Option<&'static stats::Stats>,
+    read_at: Option<Instant>,
 }
 
 impl<T> Activity<T> {
@@ -470,6 +493,9 @@ impl<T: AsyncRead + Unpin> AsyncRead for Activity<T> {
         let r = Pin::new(&mut self.inner).poll_read(cx, buf);
         if buf.filled().len() > before {
             self.touch();
+            if self.stats.is_some() && self.read_at.is_none() {
+                self.read_at = Some(Instant::now());
+            }
         }
         r
     }
@@ -484,6 +510,9 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Activity<T> {
         let r = Pin::new(&mut self.inner).poll_write(cx, data);
         if matches!(r, Poll::Ready(Ok(n)) if n > 0) {
             self.touch();
+            if let (Some(st), Some(t)) = (self.stats, self.read_at.take()) {
+                st.request.record(stats::micros(t));
+            }
         }
         r
     }
@@ -571,9 +600,13 @@ async fn answer<S: SessionStore>(
     let kib = u32::try_from(expect.div_ceil(1024).saturating_add(1))
         .unwrap_or(u32::MAX)
         .min(shared.budget_kib);
+    let waited = stats::get().map(|st| (st, Instant::now()));
     let Ok(permit) = shared.budget.clone().acquire_many_owned(kib).await else {
         return Ok(unavailable());
     };
+    if let Some((st, t)) = waited {
+        st.budget.record(stats::micros(t));
+    }
     let body = match Limited::new(req.into_body(), max).collect().await {
         Ok(b) => b.to_bytes(),
         Err(e) if e.is::<http_body_util::LengthLimitError>() => {
@@ -591,6 +624,7 @@ async fn answer<S: SessionStore>(
     let reply = match protocol::parse_request(&body, max) {
         Ok(request) => {
             drop(body);
+            let handed = stats::get().map(|st| (st, Instant::now()));
             let answer = match &shared.jobs {
                 // Never contended: every connection's task runs on the
                 // runtime's one thread. A decision that panicked poisons
@@ -625,6 +659,9 @@ async fn answer<S: SessionStore>(
                     rx.await.ok()
                 }
             };
+            if let Some((st, t)) = handed {
+                st.decide.record(stats::micros(t));
+            }
             match answer {
                 Some(v) => protocol::encode_response(&v),
                 None => error_bytes(-32603, "guardian unavailable"),

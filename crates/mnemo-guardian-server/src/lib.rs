@@ -17,6 +17,7 @@ pub mod client;
 pub mod framing;
 pub mod http;
 pub mod server;
+pub mod stats;
 pub mod tls;
 
 pub use mnemo_guardian_store::{DynStore, GuardOptions, OpenError};
