@@ -6,7 +6,8 @@
 
 use crate::chain::Hash;
 use crate::model::{Origin, Provenance, Verdict};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::sync::Arc;
 
 /// A storage failure.
 #[derive(Debug, thiserror::Error)]
@@ -282,11 +283,60 @@ pub trait SessionStore {
 /// per-process random seed (SipHash cost ~5x as many instructions a key).
 type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
+/// A session's replay window for one kind of mark (request ids, or
+/// nonces): every mark with the time it was made, and the marks in the
+/// order they were made, so that pruning forgets the oldest ones without
+/// visiting the rest (a `retain` over the map at every pruning made each
+/// one cost the whole window: at 40,000 requests a second and a 5-minute
+/// window, 24 M marks every 4,096 requests). A mark's text is shared
+/// between the two.
+#[derive(Debug, Default)]
+struct ReplayWindow {
+    seen: FastMap<Arc<str>, i64>,
+    order: VecDeque<(i64, Arc<str>)>,
+}
+
+impl ReplayWindow {
+    /// Marks `id` at `at_ms`; `false` when it is already marked.
+    fn mark(&mut self, id: &str, at_ms: i64) -> bool {
+        if self.seen.contains_key(id) {
+            return false;
+        }
+        let id: Arc<str> = Arc::from(id);
+        self.seen.insert(Arc::clone(&id), at_ms);
+        self.order.push_back((at_ms, id));
+        true
+    }
+
+    /// Forgets the marks made before `before_ms`. Marks are queued in the
+    /// order they were made; the clock may step back, so a mark made
+    /// earlier than one queued before it stays until that one goes (kept
+    /// longer, never forgotten early). Costs the marks it forgets, not the
+    /// window.
+    fn prune(&mut self, before_ms: i64) {
+        while let Some((at, _)) = self.order.front() {
+            if *at >= before_ms {
+                break;
+            }
+            if let Some((at, id)) = self.order.pop_front() {
+                // The map holds the same time: the id is marked once.
+                if self.seen.get(&*id).is_some_and(|&t| t == at) {
+                    self.seen.remove(&*id);
+                }
+            }
+        }
+        if self.order.is_empty() && self.seen.capacity() > 64 {
+            self.seen = FastMap::default();
+            self.order = VecDeque::new();
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 struct MemSession {
     handshake: Option<SessionHandshake>,
-    requests: FastMap<String, i64>,
-    nonces: FastMap<String, i64>,
+    requests: ReplayWindow,
+    nonces: ReplayWindow,
     steps: Vec<StepRecord>,
     /// Index of `steps` by step id: the latest step's position.
     by_step_id: FastMap<String, usize>,
@@ -294,16 +344,45 @@ struct MemSession {
     by_origin: FastMap<Origin, Vec<usize>>,
     /// Per provenance id, the latest node: (step position, node position).
     nodes: FastMap<String, (usize, usize)>,
-    chain: Vec<(String, Hash)>,
-    compactions: Vec<CompactionRecord>,
+    /// Entries appended to the chain, and the last one's hash.
+    chain_len: u64,
+    chain_head: Option<Hash>,
+    /// The canonical texts of the newest entries, at most
+    /// [`MemoryStore::chain_text_kept`]: nothing decides on them (a
+    /// decision reads the head), they are for tests and audits.
+    chain_tail: VecDeque<(String, Hash)>,
+    /// The latest preCompact decision (the only one read).
+    last_compaction: Option<CompactionRecord>,
     /// Calls per (turn, budget glob).
     turn_calls: FastMap<(String, String), u64>,
 }
 
-/// In-memory store.
-#[derive(Debug, Default)]
+/// How many chain entries' canonical texts a [`MemoryStore`] keeps per
+/// session by default (the newest; see [`MemoryStore::chain_entries`]).
+pub const CHAIN_TEXT_KEPT: usize = 1024;
+
+/// In-memory store. What it keeps grows with what a decision needs: per
+/// session the steps with their provenance and indexes, the replay window
+/// (request ids and nonces; bounded by time when the Guardian checks
+/// timestamps, forever otherwise: an id that can no longer be told stale
+/// by its timestamp is refused for the session's life), the chain's
+/// length and head, the latest preCompact decision and the turn budgets'
+/// counts. The canonical text of chain entries is kept for the newest
+/// [`CHAIN_TEXT_KEPT`] entries only (an in-memory store is lost on exit,
+/// so it is no audit trail: the durable stores keep every entry).
+#[derive(Debug)]
 pub struct MemoryStore {
     sessions: FastMap<String, MemSession>,
+    chain_text_kept: usize,
+}
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        MemoryStore {
+            sessions: FastMap::default(),
+            chain_text_kept: CHAIN_TEXT_KEPT,
+        }
+    }
 }
 
 impl MemoryStore {
@@ -312,11 +391,29 @@ impl MemoryStore {
         Self::default()
     }
 
-    /// Canonical texts of a session's chain entries (for tests and audits).
+    /// An empty store that keeps the canonical texts of the newest `n`
+    /// chain entries of each session (0: none).
+    pub fn with_chain_text_kept(n: usize) -> Self {
+        MemoryStore {
+            chain_text_kept: n,
+            ..Self::default()
+        }
+    }
+
+    /// How many chain entries' canonical texts are kept per session.
+    pub fn chain_text_kept(&self) -> usize {
+        self.chain_text_kept
+    }
+
+    /// Canonical texts of a session's newest chain entries, oldest first:
+    /// all of them while the session has at most
+    /// [`chain_text_kept`](Self::chain_text_kept), else that many (the
+    /// first of them is entry number `chain length - kept + 1`; for tests
+    /// and audits).
     pub fn chain_entries(&self, session: &str) -> Vec<(String, Hash)> {
         self.sessions
             .get(session)
-            .map(|s| s.chain.clone())
+            .map(|s| s.chain_tail.iter().cloned().collect())
             .unwrap_or_default()
     }
 
@@ -348,25 +445,15 @@ impl SessionStore for MemoryStore {
         request_id: &str,
         at_ms: i64,
     ) -> Result<bool, StoreError> {
-        let seen = &mut self.s(session)?.requests;
-        if seen.contains_key(request_id) {
-            return Ok(false);
-        }
-        seen.insert(request_id.to_string(), at_ms);
-        Ok(true)
+        Ok(self.s(session)?.requests.mark(request_id, at_ms))
     }
     fn mark_nonce(&mut self, session: &str, nonce: &str, at_ms: i64) -> Result<bool, StoreError> {
-        let seen = &mut self.s(session)?.nonces;
-        if seen.contains_key(nonce) {
-            return Ok(false);
-        }
-        seen.insert(nonce.to_string(), at_ms);
-        Ok(true)
+        Ok(self.s(session)?.nonces.mark(nonce, at_ms))
     }
     fn prune_requests(&mut self, before_ms: i64) -> Result<(), StoreError> {
         for s in self.sessions.values_mut() {
-            s.requests.retain(|_, at| *at >= before_ms);
-            s.nonces.retain(|_, at| *at >= before_ms);
+            s.requests.prune(before_ms);
+            s.nonces.prune(before_ms);
         }
         Ok(())
     }
@@ -505,7 +592,7 @@ impl SessionStore for MemoryStore {
         Ok(self
             .sessions
             .get(session)
-            .and_then(|s| s.chain.last().map(|(_, h)| (s.chain.len() as u64, *h))))
+            .and_then(|s| s.chain_head.map(|h| (s.chain_len, h))))
     }
     fn append_chain(
         &mut self,
@@ -514,7 +601,16 @@ impl SessionStore for MemoryStore {
         canonical: &str,
         hash: &Hash,
     ) -> Result<(), StoreError> {
-        self.s(session)?.chain.push((canonical.to_string(), *hash));
+        let kept = self.chain_text_kept;
+        let s = self.s(session)?;
+        s.chain_len += 1;
+        s.chain_head = Some(*hash);
+        if kept > 0 {
+            if s.chain_tail.len() >= kept {
+                s.chain_tail.pop_front();
+            }
+            s.chain_tail.push_back((canonical.to_string(), *hash));
+        }
         Ok(())
     }
     fn record_compaction(
@@ -522,14 +618,14 @@ impl SessionStore for MemoryStore {
         session: &str,
         rec: &CompactionRecord,
     ) -> Result<(), StoreError> {
-        self.s(session)?.compactions.push(rec.clone());
+        self.s(session)?.last_compaction = Some(rec.clone());
         Ok(())
     }
     fn last_compaction(&mut self, session: &str) -> Result<Option<CompactionRecord>, StoreError> {
         Ok(self
             .sessions
             .get(session)
-            .and_then(|s| s.compactions.last().cloned()))
+            .and_then(|s| s.last_compaction.clone()))
     }
 }
 
@@ -676,6 +772,72 @@ mod tests {
         assert!(matches!(s.mark_request("s1", "a", 40), Ok(true)));
         assert!(matches!(s.mark_request("s1", "b", 40), Ok(false)));
         assert!(matches!(s.mark_nonce("s1", "n", 40), Ok(true)));
+    }
+
+    #[test]
+    fn pruning_forgets_the_oldest_marks_and_keeps_later_ones() {
+        let mut s = MemoryStore::new();
+        for i in 0..10_000i64 {
+            assert!(matches!(s.mark_request("s", &format!("r{i}"), i), Ok(true)));
+        }
+        // The clock stepped back: a mark made at 5 after one made at 9,999.
+        assert!(matches!(s.mark_request("s", "late", 5), Ok(true)));
+        assert!(s.prune_requests(9_000).is_ok());
+        assert!(
+            matches!(s.mark_request("s", "r8999", 1), Ok(true)),
+            "forgotten"
+        );
+        assert!(matches!(s.mark_request("s", "r9000", 1), Ok(false)), "kept");
+        assert!(matches!(s.mark_request("s", "r9999", 1), Ok(false)), "kept");
+        // Queued after a later mark: kept longer, never forgotten early.
+        assert!(matches!(s.mark_request("s", "late", 1), Ok(false)));
+        assert!(s.prune_requests(20_000).is_ok());
+        assert!(matches!(s.mark_request("s", "late", 1), Ok(true)));
+        assert!(matches!(s.mark_request("s", "r9999", 1), Ok(true)));
+        // Re-marked ids live on from their new mark.
+        assert!(s.prune_requests(1).is_ok());
+        assert!(matches!(s.mark_request("s", "late", 30_000), Ok(false)));
+    }
+
+    #[test]
+    fn chain_head_counts_every_entry_and_texts_are_bounded() {
+        let mut s = MemoryStore::with_chain_text_kept(3);
+        assert!(matches!(s.chain_head("s"), Ok(None)));
+        for i in 1..=5u8 {
+            assert!(
+                s.append_chain("s", u64::from(i), &format!("e{i}"), &[i; 32])
+                    .is_ok()
+            );
+        }
+        assert!(matches!(s.chain_head("s"), Ok(Some((5, h))) if h == [5; 32]));
+        let kept: Vec<String> = s.chain_entries("s").into_iter().map(|(t, _)| t).collect();
+        assert_eq!(kept, ["e3", "e4", "e5"]);
+        let mut none = MemoryStore::with_chain_text_kept(0);
+        assert!(none.append_chain("s", 1, "e1", &[1; 32]).is_ok());
+        assert!(matches!(none.chain_head("s"), Ok(Some((1, h))) if h == [1; 32]));
+        assert!(none.chain_entries("s").is_empty());
+        assert_eq!(MemoryStore::new().chain_text_kept(), CHAIN_TEXT_KEPT);
+    }
+
+    #[test]
+    fn the_latest_compaction_is_the_one_kept() {
+        let mut s = MemoryStore::new();
+        assert!(matches!(s.last_compaction("s"), Ok(None)));
+        for (id, v) in [("c1", Verdict::Deny), ("c2", Verdict::Allow)] {
+            let rec = CompactionRecord {
+                step_id: id.into(),
+                entries: vec!["e".into()],
+                verdict: v,
+                reasoning: None,
+                reason_codes: Vec::new(),
+            };
+            assert!(s.record_compaction("s", &rec).is_ok());
+        }
+        let last = s.last_compaction("s").ok().flatten();
+        assert_eq!(
+            last.map(|r| (r.step_id, r.verdict)),
+            Some(("c2".into(), Verdict::Allow))
+        );
     }
 
     #[test]
