@@ -3,6 +3,7 @@
 //! The tables and their migration are in [`schema`].
 
 mod schema;
+mod stats;
 
 use crate::decode::{hash_from, verdict_from};
 use mnemo_acs::chain::Hash;
@@ -13,6 +14,7 @@ use mnemo_guardian::store::{
 use rusqlite::{Connection, OptionalExtension, params};
 pub use schema::SCHEMA_VERSION;
 use schema::{SEEN_NONCE, SEEN_REQUEST, index_step, key, key_range, origin_code, seq_of};
+pub use stats::COMMIT_STATS_ENV;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
@@ -52,6 +54,8 @@ pub struct SqliteStore {
     path: Option<PathBuf>,
     /// Dropping it stops the background checkpointer.
     checkpointer: Option<mpsc::Sender<()>>,
+    /// Commit timing ([`COMMIT_STATS_ENV`]), off unless asked for.
+    stats: Option<stats::CommitStats>,
 }
 
 /// How often the background checkpointer copies the WAL into the database.
@@ -366,6 +370,7 @@ impl SqliteStore {
             created: Vec::new(),
             path: None,
             checkpointer: None,
+            stats: stats::CommitStats::from_env(),
         })
     }
 
@@ -398,7 +403,13 @@ impl SessionStore for SqliteStore {
             self.poisoned = false;
             self.created.clear();
             // Cached, as every statement of the write path: parsed once.
+            if let Some(st) = &mut self.stats {
+                st.before_begin();
+            }
             self.run_cached("BEGIN IMMEDIATE")?;
+            if let Some(st) = &mut self.stats {
+                st.after_begin();
+            }
             self.in_tx = true;
         }
         Ok(())
@@ -416,7 +427,12 @@ impl SessionStore for SqliteStore {
                         .into(),
                 ));
             }
-            if let Err(e) = self.run_cached("COMMIT") {
+            let timed = self.stats.as_mut().map(stats::CommitStats::before_commit);
+            let committed = self.run_cached("COMMIT");
+            if let (Some(st), Some(from)) = (&mut self.stats, timed) {
+                st.after_commit(from);
+            }
+            if let Err(e) = committed {
                 // Nothing of it is kept (SQLite may have rolled it back
                 // already); a key it created names no row.
                 if !self.conn.is_autocommit() {
