@@ -32,7 +32,7 @@ fn verdict(s: &str) -> Result<Verdict, StoreError> {
 }
 
 /// Every session of the store at `path`, sorted by session id (a store of
-/// schema version 2, or an older one not yet migrated).
+/// schema version 3 or 2, or an older one not yet migrated).
 pub fn read_sessions(path: &Path) -> Result<Vec<SessionRecords>, StoreError> {
     let conn = db(Connection::open_with_flags(
         path,
@@ -41,7 +41,7 @@ pub fn read_sessions(path: &Path) -> Result<Vec<SessionRecords>, StoreError> {
     db(conn.busy_timeout(std::time::Duration::from_secs(5)))?;
     let version: i64 = db(conn.query_row("PRAGMA user_version", [], |r| r.get(0)))?;
     if version >= 2 {
-        return read_v2(&conn);
+        return read_v2(&conn, version >= 3);
     }
     let mut ids: Vec<String> = Vec::new();
     {
@@ -103,16 +103,33 @@ pub fn read_sessions(path: &Path) -> Result<Vec<SessionRecords>, StoreError> {
 }
 
 /// The same, from a store of schema version 2 (integer session keys; a
-/// step's and a chain entry's row keyed by `sid · 2³² + seq`).
-fn read_v2(conn: &Connection) -> Result<Vec<SessionRecords>, StoreError> {
-    let mut ids: Vec<(i64, String)> = Vec::new();
-    {
-        // Sessions with steps or decisions (a handshake alone is no record).
-        let mut stmt = db(conn.prepare(
+/// step's and a chain entry's row keyed by `sid · 2³² + seq`) or, `v3`,
+/// of version 3 (the chain entry in its step's row, which may hold an
+/// entry without a step).
+fn read_v2(conn: &Connection, v3: bool) -> Result<Vec<SessionRecords>, StoreError> {
+    let (exists, select) = if v3 {
+        (
+            "SELECT sid, session_id FROM sessions s WHERE \
+             EXISTS (SELECT 1 FROM steps WHERE id BETWEEN s.sid * 4294967296 AND s.sid * 4294967296 + 4294967295 \
+               AND step_id IS NOT NULL) \
+             OR EXISTS (SELECT 1 FROM compactions c WHERE c.sid = s.sid) ORDER BY session_id",
+            "SELECT id, step_id, method, provenance, canonical FROM steps \
+             WHERE id BETWEEN ?1 * 4294967296 AND ?1 * 4294967296 + 4294967295 AND step_id IS NOT NULL ORDER BY id",
+        )
+    } else {
+        (
             "SELECT sid, session_id FROM sessions s WHERE \
              EXISTS (SELECT 1 FROM steps WHERE id BETWEEN s.sid * 4294967296 AND s.sid * 4294967296 + 4294967295) \
              OR EXISTS (SELECT 1 FROM compactions c WHERE c.sid = s.sid) ORDER BY session_id",
-        ))?;
+            "SELECT s.id, s.step_id, s.method, s.provenance, c.canonical FROM steps s \
+             LEFT JOIN chain c ON c.id = s.id \
+             WHERE s.id BETWEEN ?1 * 4294967296 AND ?1 * 4294967296 + 4294967295 ORDER BY s.id",
+        )
+    };
+    let mut ids: Vec<(i64, String)> = Vec::new();
+    {
+        // Sessions with steps or decisions (a handshake alone is no record).
+        let mut stmt = db(conn.prepare(exists))?;
         let rows = db(stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))))?;
         for r in rows {
             ids.push(db(r)?);
@@ -121,11 +138,7 @@ fn read_v2(conn: &Connection) -> Result<Vec<SessionRecords>, StoreError> {
     let mut out = Vec::new();
     for (sid, id) in ids {
         let mut steps = Vec::new();
-        let mut stmt = db(conn.prepare(
-            "SELECT s.id, s.step_id, s.method, s.provenance, c.canonical FROM steps s \
-             LEFT JOIN chain c ON c.id = s.id \
-             WHERE s.id BETWEEN ?1 * 4294967296 AND ?1 * 4294967296 + 4294967295 ORDER BY s.id",
-        ))?;
+        let mut stmt = db(conn.prepare(select))?;
         let rows = db(stmt.query_map(params![sid], |r| {
             Ok((
                 r.get::<_, i64>(0)?,

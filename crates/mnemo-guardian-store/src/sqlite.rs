@@ -3,6 +3,7 @@
 //! The tables and their migration are in [`schema`].
 
 mod schema;
+mod stats;
 
 use crate::decode::{hash_from, verdict_from};
 use mnemo_acs::chain::Hash;
@@ -12,7 +13,8 @@ use mnemo_guardian::store::{
 };
 use rusqlite::{Connection, OptionalExtension, params};
 pub use schema::SCHEMA_VERSION;
-use schema::{SEEN_NONCE, SEEN_REQUEST, index_step, key, key_range, origin_code, seq_of};
+use schema::{ID_NONCE, ID_REQUEST, ID_STEP, index_step, key, key_range, origin_code, seq_of};
+pub use stats::COMMIT_STATS_ENV;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
@@ -52,6 +54,8 @@ pub struct SqliteStore {
     path: Option<PathBuf>,
     /// Dropping it stops the background checkpointer.
     checkpointer: Option<mpsc::Sender<()>>,
+    /// Commit timing ([`COMMIT_STATS_ENV`]), off unless asked for.
+    stats: Option<stats::CommitStats>,
 }
 
 /// How often the background checkpointer copies the WAL into the database.
@@ -244,7 +248,9 @@ impl SqliteStore {
         let (lo, hi) = key_range(sid);
         let mut stmt = self
             .conn
-            .prepare("SELECT canonical, hash FROM chain WHERE id BETWEEN ?1 AND ?2 ORDER BY id")
+            .prepare(
+                "SELECT canonical, hash FROM steps WHERE id BETWEEN ?1 AND ?2 AND hash IS NOT NULL ORDER BY id",
+            )
             .db()?;
         let rows = stmt
             .query_map(params![lo, hi], |r| {
@@ -324,7 +330,7 @@ impl SqliteStore {
         let row: Option<(i64, Vec<u8>)> = self
             .conn
             .prepare_cached(
-                "SELECT id, hash FROM chain WHERE id BETWEEN ?1 AND ?2 ORDER BY id DESC LIMIT 1",
+                "SELECT id, hash FROM steps WHERE id BETWEEN ?1 AND ?2 AND hash IS NOT NULL ORDER BY id DESC LIMIT 1",
             )
             .db()?
             .query_row(params![lo, hi], |r| Ok((r.get(0)?, r.get(1)?)))
@@ -366,6 +372,7 @@ impl SqliteStore {
             created: Vec::new(),
             path: None,
             checkpointer: None,
+            stats: stats::CommitStats::from_env(),
         })
     }
 
@@ -381,7 +388,7 @@ impl SqliteStore {
         let n = self
             .conn
             .prepare_cached(
-                "INSERT OR IGNORE INTO seen (sid, kind, value, at_ms) VALUES (?1, ?2, ?3, ?4)",
+                "INSERT OR IGNORE INTO ids (sid, kind, value, seq, at_ms) VALUES (?1, ?2, ?3, 0, ?4)",
             )
             .db()?
             .execute(params![sid, kind, value, at_ms])
@@ -398,7 +405,13 @@ impl SessionStore for SqliteStore {
             self.poisoned = false;
             self.created.clear();
             // Cached, as every statement of the write path: parsed once.
+            if let Some(st) = &mut self.stats {
+                st.before_begin();
+            }
             self.run_cached("BEGIN IMMEDIATE")?;
+            if let Some(st) = &mut self.stats {
+                st.after_begin();
+            }
             self.in_tx = true;
         }
         Ok(())
@@ -416,7 +429,12 @@ impl SessionStore for SqliteStore {
                         .into(),
                 ));
             }
-            if let Err(e) = self.run_cached("COMMIT") {
+            let timed = self.stats.as_mut().map(stats::CommitStats::before_commit);
+            let committed = self.run_cached("COMMIT");
+            if let (Some(st), Some(from)) = (&mut self.stats, timed) {
+                st.after_commit(from);
+            }
+            if let Err(e) = committed {
                 // Nothing of it is kept (SQLite may have rolled it back
                 // already); a key it created names no row.
                 if !self.conn.is_autocommit() {
@@ -490,14 +508,15 @@ impl SessionStore for SqliteStore {
         request_id: &str,
         at_ms: i64,
     ) -> Result<bool, StoreError> {
-        self.mark(session, SEEN_REQUEST, request_id, at_ms)
+        self.mark(session, ID_REQUEST, request_id, at_ms)
     }
     fn mark_nonce(&mut self, session: &str, nonce: &str, at_ms: i64) -> Result<bool, StoreError> {
-        self.mark(session, SEEN_NONCE, nonce, at_ms)
+        self.mark(session, ID_NONCE, nonce, at_ms)
     }
     fn prune_requests(&mut self, before_ms: i64) -> Result<(), StoreError> {
         self.conn
-            .prepare_cached("DELETE FROM seen WHERE at_ms < ?1")
+            // Step ids have no time: only marks are pruned.
+            .prepare_cached("DELETE FROM ids WHERE at_ms < ?1")
             .db()?
             .execute(params![before_ms])
             .db()?;
@@ -511,8 +530,12 @@ impl SessionStore for SqliteStore {
         let id = key(sid, step.seq)?;
         let insert = |conn: &Connection| -> Result<(), StoreError> {
             let inserted = conn
+                // The row may hold the step's chain entry already.
                 .prepare_cached(
-                    "INSERT OR IGNORE INTO steps (id, step_id, method, provenance) VALUES (?1, ?2, ?3, ?4)",
+                    "INSERT INTO steps (id, step_id, method, provenance) VALUES (?1, ?2, ?3, ?4)
+                     ON CONFLICT (id) DO UPDATE SET step_id = excluded.step_id,
+                       method = excluded.method, provenance = excluded.provenance
+                     WHERE step_id IS NULL",
                 )
                 .db()?
                 .execute(params![id, step.step_id, step.method, prov])
@@ -564,7 +587,8 @@ impl SessionStore for SqliteStore {
         let mut stmt = self
             .conn
             .prepare_cached(
-                "SELECT id, step_id, method, provenance FROM steps WHERE id BETWEEN ?1 AND ?2 ORDER BY id",
+                "SELECT id, step_id, method, provenance FROM steps
+                 WHERE id BETWEEN ?1 AND ?2 AND step_id IS NOT NULL ORDER BY id",
             )
             .db()?;
         let rows = stmt.query_map(params![lo, hi], step_row).db()?;
@@ -582,9 +606,9 @@ impl SessionStore for SqliteStore {
         let mut stmt = self
             .conn
             .prepare_cached(
-                "SELECT s.id, s.step_id, s.method, s.provenance FROM step_ids i
+                "SELECT s.id, s.step_id, s.method, s.provenance FROM ids i
                  JOIN steps s ON s.id = i.sid * 4294967296 + i.seq
-                 WHERE i.sid = ?1 AND i.step_id = ?2 ORDER BY i.seq DESC LIMIT 1",
+                 WHERE i.sid = ?1 AND i.value = ?2 AND i.kind = ?3 ORDER BY i.seq DESC LIMIT 1",
             )
             .db()?;
         let mut seen = std::collections::BTreeSet::new();
@@ -593,7 +617,10 @@ impl SessionStore for SqliteStore {
             if !seen.insert(*id) {
                 continue;
             }
-            let row = stmt.query_row(params![sid, id], step_row).optional().db()?;
+            let row = stmt
+                .query_row(params![sid, id, ID_STEP], step_row)
+                .optional()
+                .db()?;
             if let Some((id, step_id, method, prov)) = row {
                 out.push(step_from(id, step_id, method, &prov)?);
             }
@@ -696,11 +723,13 @@ impl SessionStore for SqliteStore {
         };
         self.conn
             .prepare_cached(
-                "SELECT EXISTS (SELECT 1 FROM step_ids i JOIN steps s ON s.id = i.sid * 4294967296 + i.seq
-                 WHERE i.sid = ?1 AND i.step_id = ?2 AND s.method = ?3)",
+                "SELECT EXISTS (SELECT 1 FROM ids i JOIN steps s ON s.id = i.sid * 4294967296 + i.seq
+                 WHERE i.sid = ?1 AND i.value = ?2 AND i.kind = ?4 AND s.method = ?3)",
             )
             .db()?
-            .query_row(params![sid, step_id, method], |r| r.get::<_, bool>(0))
+            .query_row(params![sid, step_id, method, ID_STEP], |r| {
+                r.get::<_, bool>(0)
+            })
             .db()
     }
     fn count_turn_call(
@@ -748,11 +777,22 @@ impl SessionStore for SqliteStore {
         let cached = self.head.take();
         let sid = self.sid_for_write(session)?;
         let id = key(sid, seq)?;
-        self.conn
-            .prepare_cached("INSERT INTO chain (id, canonical, hash) VALUES (?1, ?2, ?3)")
+        // The entry's row is its step's (written before or after it).
+        let n = self
+            .conn
+            .prepare_cached(
+                "INSERT INTO steps (id, canonical, hash) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (id) DO UPDATE SET canonical = excluded.canonical, hash = excluded.hash
+                 WHERE hash IS NULL",
+            )
             .db()?
             .execute(params![id, canonical, &hash[..]])
             .db()?;
+        if n == 0 {
+            return Err(StoreError::Backend(
+                format!("sqlite: session {session} has a chain entry {seq} already").into(),
+            ));
+        }
         if self.in_tx {
             // The new row is the head when it is above the one before.
             self.head = match cached {

@@ -319,3 +319,207 @@ fn a_store_that_cannot_be_migrated_is_left_as_it_was() {
         .unwrap();
     assert_eq!(after, before);
 }
+
+/// Version 2's tables, as its builds created them (`PRAGMA user_version = 2`).
+const V2_DDL: &str = "
+CREATE TABLE sessions (sid INTEGER PRIMARY KEY, session_id TEXT NOT NULL UNIQUE, version TEXT, methods TEXT);
+CREATE TABLE seen (
+  sid INTEGER NOT NULL, kind INTEGER NOT NULL, value TEXT NOT NULL, at_ms INTEGER NOT NULL,
+  PRIMARY KEY (sid, kind, value)) WITHOUT ROWID;
+CREATE INDEX seen_by_time ON seen (at_ms);
+CREATE TABLE steps (id INTEGER PRIMARY KEY, step_id TEXT NOT NULL, method TEXT NOT NULL, provenance TEXT NOT NULL);
+CREATE TABLE chain (id INTEGER PRIMARY KEY, canonical TEXT NOT NULL, hash BLOB NOT NULL);
+CREATE TABLE step_ids (
+  sid INTEGER NOT NULL, step_id TEXT NOT NULL, seq INTEGER NOT NULL,
+  PRIMARY KEY (sid, step_id, seq)) WITHOUT ROWID;
+CREATE TABLE step_origins (
+  sid INTEGER NOT NULL, origin INTEGER NOT NULL, seq INTEGER NOT NULL,
+  PRIMARY KEY (sid, origin, seq)) WITHOUT ROWID;
+CREATE TABLE step_nodes (
+  sid INTEGER NOT NULL, provenance_id TEXT NOT NULL, seq INTEGER NOT NULL,
+  PRIMARY KEY (sid, provenance_id, seq)) WITHOUT ROWID;
+CREATE TABLE compactions (
+  id INTEGER PRIMARY KEY AUTOINCREMENT, sid INTEGER NOT NULL, step_id TEXT NOT NULL,
+  entries TEXT NOT NULL, verdict TEXT NOT NULL, reasoning TEXT, reason_codes TEXT);
+CREATE INDEX compactions_by_session ON compactions (sid, id);
+CREATE TABLE turn_calls (
+  sid INTEGER NOT NULL, turn_id TEXT NOT NULL, budget TEXT NOT NULL, calls INTEGER NOT NULL,
+  PRIMARY KEY (sid, turn_id, budget)) WITHOUT ROWID;
+PRAGMA user_version = 2;
+";
+
+/// Version 2 as its code filled it: session A (sid 1) with 30 steps,
+/// chained, each step's request id marked and indexed; a chain entry 31
+/// whose step was never written; marks of session C (sid 3) alone.
+fn fill_v2(c: &Connection) -> Vec<(String, Hash)> {
+    c.execute_batch(V2_DDL).unwrap();
+    c.execute(
+        "INSERT INTO sessions VALUES (1, ?1, '0.1.0', 'steps/userMessage')",
+        params![A],
+    )
+    .unwrap();
+    c.execute(
+        "INSERT INTO sessions VALUES (2, ?1, '0.1.0', NULL)",
+        params![B],
+    )
+    .unwrap();
+    c.execute(
+        "INSERT INTO sessions VALUES (3, ?1, NULL, NULL)",
+        params![C],
+    )
+    .unwrap();
+    let mut chain = Vec::new();
+    let mut prev: Option<Hash> = None;
+    for seq in 1..=31u64 {
+        let id = (1i64 << 32) + seq as i64;
+        let canonical =
+            format!("{{\"entry_id\":\"{seq}\",\"step_id\":\"r{seq}\",\"timestamp\":\"t{seq}\"}}");
+        let hash = entry_hash_canonical(&canonical, prev.as_ref());
+        c.execute(
+            "INSERT INTO chain VALUES (?1, ?2, ?3)",
+            params![id, canonical, &hash[..]],
+        )
+        .unwrap();
+        chain.push((canonical, hash));
+        prev = Some(hash);
+        if seq == 31 {
+            break;
+        }
+        let st = step(seq);
+        let prov = serde_json::to_string(&st.provenance).unwrap();
+        c.execute(
+            "INSERT INTO steps VALUES (?1, ?2, ?3, ?4)",
+            params![id, st.step_id, st.method, prov],
+        )
+        .unwrap();
+        c.execute(
+            "INSERT INTO step_ids VALUES (1, ?1, ?2)",
+            params![st.step_id, seq as i64],
+        )
+        .unwrap();
+        for (i, p) in st.provenance.iter().enumerate() {
+            if st.provenance[..i].iter().any(|q| q.origin == p.origin) {
+                continue;
+            }
+            let code: i64 = match p.origin {
+                Origin::UserInput => 0,
+                Origin::System => 1,
+                Origin::ToolOutput => 2,
+                Origin::Retrieved => 3,
+                Origin::AgentGenerated => 4,
+                Origin::A2aInbound => 5,
+                Origin::External => 6,
+            };
+            c.execute(
+                "INSERT OR IGNORE INTO step_origins VALUES (1, ?1, ?2)",
+                params![code, seq as i64],
+            )
+            .unwrap();
+        }
+        for p in &st.provenance {
+            c.execute(
+                "INSERT OR IGNORE INTO step_nodes VALUES (1, ?1, ?2)",
+                params![p.provenance_id, seq as i64],
+            )
+            .unwrap();
+        }
+        c.execute(
+            "INSERT INTO seen VALUES (1, 0, ?1, ?2)",
+            params![st.step_id, 1000 + seq as i64],
+        )
+        .unwrap();
+    }
+    c.execute("INSERT INTO seen VALUES (3, 0, 'r1', 5)", [])
+        .unwrap();
+    c.execute("INSERT INTO seen VALUES (1, 1, 'n-1', 7)", [])
+        .unwrap();
+    c.execute(
+        "INSERT INTO compactions (sid, step_id, entries, verdict) VALUES (1, 'r10', '[\"r1\"]', 'allow')",
+        [],
+    )
+    .unwrap();
+    c.execute("INSERT INTO turn_calls VALUES (1, 't1', 'Bash', 2)", [])
+        .unwrap();
+    chain
+}
+
+/// A version 2 store (steps and chain entries in two tables, replay marks
+/// and step ids in two more) is migrated on open to version 3 and loses
+/// nothing: steps with their chain entries (and an entry whose step was
+/// never written), marks that still refuse replays and still prune, step
+/// ids that still find their steps, decisions and counters.
+#[test]
+fn a_version_2_store_is_migrated_on_open_and_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v2.sqlite3");
+    let chain = fill_v2(&Connection::open(&path).unwrap());
+    let mut s = SqliteStore::open(&path).unwrap();
+
+    let want: Vec<StepRecord> = (1..=30).map(step).collect();
+    assert_eq!(s.steps(A).unwrap(), want);
+    assert_eq!(s.chain_entries(A).unwrap(), chain);
+    assert_eq!(s.chain_head(A).unwrap(), Some((31, chain[30].1)));
+
+    assert!(!s.mark_request(A, "r7", 2000).unwrap());
+    assert!(!s.mark_request(C, "r1", 2000).unwrap());
+    assert!(s.mark_request(B, "r7", 2000).unwrap());
+    assert!(!s.mark_nonce(A, "n-1", 2000).unwrap());
+    assert!(s.mark_nonce(B, "n-1", 2000).unwrap());
+    s.prune_requests(1010).unwrap();
+    assert!(s.mark_request(A, "r7", 2001).unwrap(), "pruned");
+    assert!(
+        !s.mark_request(A, "r20", 2001).unwrap(),
+        "inside the window"
+    );
+
+    // Pruning the marks left every step id.
+    let by_id = s.steps_by_id(A, &["r3", "r7", "r30", "r31"]).unwrap();
+    let mut seqs: Vec<u64> = by_id.iter().map(|st| st.seq).collect();
+    seqs.sort_unstable();
+    assert_eq!(seqs, [3, 7, 30]);
+    assert!(s.has_step(A, "r3", "steps/toolCallRequest").unwrap());
+    assert!(!s.has_step(A, "r4", "steps/toolCallRequest").unwrap());
+    let nodes = s.latest_nodes(A, &["q17"]).unwrap();
+    assert_eq!(nodes.first().map(|(seq, _)| *seq), Some(17));
+    assert_eq!(
+        s.last_compaction(A).unwrap().map(|c| c.step_id),
+        Some("r10".to_string())
+    );
+    assert_eq!(s.count_turn_call(A, "t1", "Bash").unwrap(), Some(3));
+
+    // Step 31's entry is there without its step: the step can still come.
+    assert!(
+        s.append_chain(A, 31, "{}", &[0; 32]).is_err(),
+        "entry 31 exists"
+    );
+    s.record_step(A, &step(31)).unwrap();
+    assert!(s.record_step(A, &step(31)).is_err(), "step 31 exists");
+    let canonical = "{\"entry_id\":\"32\",\"timestamp\":\"t32\"}";
+    let hash = entry_hash_canonical(canonical, Some(&chain[30].1));
+    s.append_chain(A, 32, canonical, &hash).unwrap();
+    s.record_step(A, &step(32)).unwrap();
+    assert_eq!(s.steps(A).unwrap().len(), 32);
+    assert_eq!(s.chain_head(A).unwrap(), Some((32, hash)));
+    drop(s);
+
+    let c = Connection::open(&path).unwrap();
+    let v: i64 = c
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(v, 3);
+    let old: i64 = c
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE name IN ('seen', 'chain', 'step_ids', 'seen_by_time') OR name LIKE 'v2_%'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(old, 0);
+    drop(c);
+    let records = mnemo_guardian_store::read::read_sessions(&path).unwrap();
+    let a = records.iter().find(|r| r.session_id == A).unwrap();
+    assert_eq!(a.steps.len(), 32);
+    let times: Vec<String> = a.steps.iter().filter_map(|(_, t)| t.clone()).collect();
+    let want: Vec<String> = (1..=32).map(|n| format!("t{n}")).collect();
+    assert_eq!(times, want, "every step read with its chain entry");
+}

@@ -1,18 +1,23 @@
-//! The SQLite store's tables (schema version 2) and the migration of a
+//! The SQLite store's tables (schema version 3) and the migration of a
 //! store written by an earlier version, in one transaction.
 //!
-//! Version 2 is shaped for the write path, where each commit appends the
+//! Version 3 is shaped for the write path, where each commit appends the
 //! pages it touched to the WAL (session 9: 11.7 pages for a lone
 //! `steps/userMessage`, 1.7 a step at 32 a commit, in seven B-trees):
 //! - a session's text id is kept once (`sessions`), every other table keys
 //!   on its integer `sid`;
-//! - steps and chain entries are rowid tables keyed by
-//!   `sid · 2³² + seq` ([`key`]): appended at the right edge, they fill
-//!   their pages whole, and their interior pages hold only integers;
+//! - a step and its chain entry share one rowid row keyed by
+//!   `sid · 2³² + seq` ([`key`]): appended at the right edge, the rows fill
+//!   their pages whole, and the interior pages hold only integers (version
+//!   2 kept the chain entry in a table of its own: two right edges);
+//! - a step's id and the replay marks (request ids, nonces) share one
+//!   table, `ids`, keyed by `(sid, value, kind, seq)`: a request's mark
+//!   and its step's id (the step id is the request id) are neighbours in
+//!   one random-key B-tree, one leaf page a request where version 2
+//!   touched a leaf in each of two (`seen`, `step_ids`);
 //! - a provenance node's JSON is kept once, in its step's row: the node
 //!   index (`step_nodes`) holds the id and the step number only;
-//! - origins are small integers ([`origin_code`]);
-//! - replay marks (request ids and nonces) share one table.
+//! - origins are small integers ([`origin_code`]).
 
 use super::Db;
 use mnemo_acs::model::{Origin, Provenance};
@@ -21,11 +26,48 @@ use rusqlite::{Connection, params};
 
 /// The schema version this build writes (`PRAGMA user_version`): 0 is a
 /// store from before the preCompact indexes, 1 has them (text session
-/// keys in every table), 2 is [`SCHEMA`].
-pub const SCHEMA_VERSION: i64 = 2;
+/// keys in every table), 2 has integer session keys ([`SCHEMA_V2`]), 3 is
+/// [`SCHEMA`].
+pub const SCHEMA_VERSION: i64 = 3;
 
-/// The tables of version 2.
+/// The tables of version 3. In `steps`, a row written by `append_chain`
+/// alone has no step (`step_id` NULL), one written by `record_step` alone
+/// no chain entry (`hash` NULL); the Guardian writes both. In `ids`, a
+/// replay mark has `seq` 0 and its time in `at_ms`; a step id has its
+/// step number and no time (so pruning the marks never touches it).
 pub(crate) const SCHEMA: &str = "
+CREATE TABLE sessions (sid INTEGER PRIMARY KEY, session_id TEXT NOT NULL UNIQUE, version TEXT, methods TEXT);
+CREATE TABLE steps (
+  id INTEGER PRIMARY KEY, step_id TEXT, method TEXT, provenance TEXT, canonical TEXT, hash BLOB);
+CREATE TABLE ids (
+  sid INTEGER NOT NULL, value TEXT NOT NULL, kind INTEGER NOT NULL, seq INTEGER NOT NULL, at_ms INTEGER,
+  PRIMARY KEY (sid, value, kind, seq)) WITHOUT ROWID;
+CREATE INDEX ids_by_time ON ids (at_ms) WHERE at_ms IS NOT NULL;
+CREATE TABLE step_origins (
+  sid INTEGER NOT NULL, origin INTEGER NOT NULL, seq INTEGER NOT NULL,
+  PRIMARY KEY (sid, origin, seq)) WITHOUT ROWID;
+CREATE TABLE step_nodes (
+  sid INTEGER NOT NULL, provenance_id TEXT NOT NULL, seq INTEGER NOT NULL,
+  PRIMARY KEY (sid, provenance_id, seq)) WITHOUT ROWID;
+CREATE TABLE compactions (
+  id INTEGER PRIMARY KEY AUTOINCREMENT, sid INTEGER NOT NULL, step_id TEXT NOT NULL,
+  entries TEXT NOT NULL, verdict TEXT NOT NULL, reasoning TEXT, reason_codes TEXT);
+CREATE INDEX compactions_by_session ON compactions (sid, id);
+CREATE TABLE turn_calls (
+  sid INTEGER NOT NULL, turn_id TEXT NOT NULL, budget TEXT NOT NULL, calls INTEGER NOT NULL,
+  PRIMARY KEY (sid, turn_id, budget)) WITHOUT ROWID;
+";
+
+/// `ids.kind` of a request id (a replay mark).
+pub(crate) const ID_REQUEST: i64 = 0;
+/// `ids.kind` of a nonce (a replay mark).
+pub(crate) const ID_NONCE: i64 = 1;
+/// `ids.kind` of a step id.
+pub(crate) const ID_STEP: i64 = 2;
+
+/// The tables of version 2 (what versions 0 and 1 are copied into, on
+/// their way to version 3).
+const SCHEMA_V2: &str = "
 CREATE TABLE sessions (sid INTEGER PRIMARY KEY, session_id TEXT NOT NULL UNIQUE, version TEXT, methods TEXT);
 CREATE TABLE seen (
   sid INTEGER NOT NULL, kind INTEGER NOT NULL, value TEXT NOT NULL, at_ms INTEGER NOT NULL,
@@ -50,11 +92,6 @@ CREATE TABLE turn_calls (
   sid INTEGER NOT NULL, turn_id TEXT NOT NULL, budget TEXT NOT NULL, calls INTEGER NOT NULL,
   PRIMARY KEY (sid, turn_id, budget)) WITHOUT ROWID;
 ";
-
-/// `seen.kind` of a request id.
-pub(crate) const SEEN_REQUEST: i64 = 0;
-/// `seen.kind` of a nonce.
-pub(crate) const SEEN_NONCE: i64 = 1;
 
 /// Versions 0 and 1, every table they could hold (each came with
 /// `CREATE TABLE IF NOT EXISTS`, so an old store may lack some, and
@@ -95,6 +132,31 @@ const V1_TABLES: [&str; 9] = [
     "step_origins",
     "step_nodes",
 ];
+
+/// Version 2's tables that version 3 replaces (renamed `v2_*` while
+/// copied).
+const V2_TABLES: [&str; 4] = ["steps", "chain", "seen", "step_ids"];
+
+/// Copies version 2 (those tables renamed `v2_*`) into version 3's: each
+/// step with its chain entry (an entry without a step, or a step without
+/// one, keeps the half it has), the replay marks and step ids into `ids`.
+const COPY_V2: &str = "
+CREATE TABLE steps (
+  id INTEGER PRIMARY KEY, step_id TEXT, method TEXT, provenance TEXT, canonical TEXT, hash BLOB);
+CREATE TABLE ids (
+  sid INTEGER NOT NULL, value TEXT NOT NULL, kind INTEGER NOT NULL, seq INTEGER NOT NULL, at_ms INTEGER,
+  PRIMARY KEY (sid, value, kind, seq)) WITHOUT ROWID;
+CREATE INDEX ids_by_time ON ids (at_ms) WHERE at_ms IS NOT NULL;
+INSERT INTO steps (id, step_id, method, provenance, canonical, hash)
+  SELECT s.id, s.step_id, s.method, s.provenance, c.canonical, c.hash
+  FROM v2_steps s LEFT JOIN v2_chain c ON c.id = s.id
+  UNION ALL
+  SELECT c.id, NULL, NULL, NULL, c.canonical, c.hash
+  FROM v2_chain c WHERE NOT EXISTS (SELECT 1 FROM v2_steps s WHERE s.id = c.id)
+  ORDER BY 1;
+INSERT INTO ids (sid, value, kind, seq, at_ms) SELECT sid, value, kind, 0, at_ms FROM v2_seen;
+INSERT INTO ids (sid, value, kind, seq, at_ms) SELECT sid, step_id, 2, seq, NULL FROM v2_step_ids;
+";
 
 /// Copies version 1 (renamed `v1_*`) into version 2's tables.
 const COPY_V1: &str = "
@@ -165,7 +227,7 @@ pub(crate) fn index_step(
     provenance: &[Provenance],
 ) -> Result<(), StoreError> {
     let seq = i64::from(u32::try_from(seq).unwrap_or(u32::MAX));
-    conn.prepare_cached("INSERT OR IGNORE INTO step_ids (sid, step_id, seq) VALUES (?1, ?2, ?3)")
+    conn.prepare_cached("INSERT OR IGNORE INTO ids (sid, value, kind, seq) VALUES (?1, ?2, 2, ?3)")
         .db()?
         .execute(params![sid, step_id, seq])
         .db()?;
@@ -223,9 +285,12 @@ fn newer(found: i64) -> StoreError {
 /// gets [`SCHEMA`]; a store of version 0 or 1 is completed to version 1's
 /// tables, renamed aside, copied into version 2's (sessions, replay
 /// marks, steps, chain, decisions and budget counters; the preCompact
-/// indexes rebuilt from the steps) and dropped. A process opening the
-/// store at the same time waits, then sees version 2 and does nothing. A
-/// store written by a newer mnemo is refused and left as it is.
+/// indexes rebuilt from the steps) and dropped; a store of version 2 (or
+/// one just brought to it) has its steps and chain entries joined into
+/// one table and its replay marks and step ids into another. A process
+/// opening the store at the same time waits, then sees version 3 and
+/// does nothing. A store written by a newer mnemo is refused and left as
+/// it is.
 pub(crate) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
     let found = version(conn)?;
     if found > SCHEMA_VERSION {
@@ -250,8 +315,11 @@ pub(crate) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
                 |r| r.get(0),
             )
             .db()?;
-        if old > 0 {
+        if found == 2 {
+            from_v2(&tx)?;
+        } else if old > 0 {
             from_v1(&tx)?;
+            from_v2(&tx)?;
         } else {
             tx.execute_batch(SCHEMA).db()?;
         }
@@ -300,7 +368,7 @@ fn from_v1(tx: &Connection) -> Result<(), StoreError> {
                 .db()?;
         }
     }
-    tx.execute_batch(SCHEMA).db()?;
+    tx.execute_batch(SCHEMA_V2).db()?;
     tx.execute_batch(COPY_V1).db()?;
     let mut rows: Vec<(i64, String)> = Vec::new();
     {
@@ -320,6 +388,20 @@ fn from_v1(tx: &Connection) -> Result<(), StoreError> {
     for t in V1_TABLES {
         tx.execute_batch(&format!("DROP TABLE IF EXISTS v1_{t}"))
             .db()?;
+    }
+    Ok(())
+}
+
+/// Version 2 to 3, inside the migration's transaction.
+fn from_v2(tx: &Connection) -> Result<(), StoreError> {
+    for t in V2_TABLES {
+        tx.execute_batch(&format!("ALTER TABLE {t} RENAME TO v2_{t}"))
+            .db()?;
+    }
+    tx.execute_batch(COPY_V2).db()?;
+    for t in V2_TABLES {
+        // Their indexes (`seen_by_time`) go with them.
+        tx.execute_batch(&format!("DROP TABLE v2_{t}")).db()?;
     }
     Ok(())
 }
