@@ -61,7 +61,7 @@ fn tokens(s: &str) -> usize {
 }
 
 /// One block of the Priority Entries: the agent, the section it is in, its
-/// head line (an expanded entry's `**Agent** score — title · fields`) and
+/// head line (an expanded entry's `Agent title · fields · files`) and
 /// its body lines (for a table row: the row).
 #[derive(Debug)]
 struct Block {
@@ -96,9 +96,10 @@ fn blocks(pe: &str) -> Vec<Block> {
             open = false;
         } else if line.trim().is_empty() {
             open = false;
-        } else if section != "STANDARD" && !open && line.starts_with("**") {
-            // `**Hermes** 0.78 — title · fields`
-            let agent = line[2..].split("**").next().unwrap_or_default().trim();
+        } else if section != "STANDARD" && !open {
+            // `Hermes title · fields · files`: the line after a blank one
+            // (the roster's agent names are one word each).
+            let agent = line.split_whitespace().next().unwrap_or_default();
             out.push(Block {
                 agent: agent.to_string(),
                 section: section.clone(),
