@@ -489,13 +489,13 @@ fn every_planted_fact_is_in_its_summary() {
 
 /// Committed floors (both halves): (C/H facts, contract facts, max size in
 /// tokens of text+files, max defects). Just above what both halves reach
-/// (2026-12-03, session 10: one file a head line, bare verdict, `now` /
-/// `also` / `currently` gone: held-out 0.629× tokens, tuning 0.622×; 2
-/// defects on held-out), so that a regression fails.
-const FLOORS: (f64, f64, f64, usize) = (0.95, 0.95, 0.64, 2);
+/// (2026-12-04, session 11: head lines without bold markers: held-out
+/// 0.618× tokens, tuning 0.612×; 2 defects on held-out), so that a
+/// regression fails.
+const FLOORS: (f64, f64, f64, usize) = (0.95, 0.95, 0.63, 2);
 /// Committed ceiling of the size in characters of text+files (held-out
-/// 0.607×, tuning 0.575×).
-const MAX_CHARS_RATIO: f64 = 0.62;
+/// 0.601×, tuning 0.570×).
+const MAX_CHARS_RATIO: f64 = 0.61;
 
 #[test]
 fn both_halves_stay_above_the_committed_thresholds() {
