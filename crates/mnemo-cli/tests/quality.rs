@@ -61,7 +61,7 @@ fn tokens(s: &str) -> usize {
 }
 
 /// One block of the Priority Entries: the agent, the section it is in, its
-/// head line (an expanded entry's `**Agent** score — title · fields`) and
+/// head line (an expanded entry's `Agent title · fields · files`) and
 /// its body lines (for a table row: the row).
 #[derive(Debug)]
 struct Block {
@@ -96,9 +96,10 @@ fn blocks(pe: &str) -> Vec<Block> {
             open = false;
         } else if line.trim().is_empty() {
             open = false;
-        } else if section != "STANDARD" && !open && line.starts_with("**") {
-            // `**Hermes** 0.78 — title · fields`
-            let agent = line[2..].split("**").next().unwrap_or_default().trim();
+        } else if section != "STANDARD" && !open {
+            // `Hermes title · fields · files`: the line after a blank one
+            // (the roster's agent names are one word each).
+            let agent = line.split_whitespace().next().unwrap_or_default();
             out.push(Block {
                 agent: agent.to_string(),
                 section: section.clone(),
@@ -488,13 +489,13 @@ fn every_planted_fact_is_in_its_summary() {
 
 /// Committed floors (both halves): (C/H facts, contract facts, max size in
 /// tokens of text+files, max defects). Just above what both halves reach
-/// (2026-12-03, session 10: one file a head line, bare verdict, `now` /
-/// `also` / `currently` gone: held-out 0.629× tokens, tuning 0.622×; 2
-/// defects on held-out), so that a regression fails.
-const FLOORS: (f64, f64, f64, usize) = (0.95, 0.95, 0.64, 2);
+/// (2026-12-04, session 11: head lines without bold markers: held-out
+/// 0.618× tokens, tuning 0.612×; 2 defects on held-out), so that a
+/// regression fails.
+const FLOORS: (f64, f64, f64, usize) = (0.95, 0.95, 0.63, 2);
 /// Committed ceiling of the size in characters of text+files (held-out
-/// 0.607×, tuning 0.575×).
-const MAX_CHARS_RATIO: f64 = 0.62;
+/// 0.601×, tuning 0.570×).
+const MAX_CHARS_RATIO: f64 = 0.61;
 
 #[test]
 fn both_halves_stay_above_the_committed_thresholds() {

@@ -63,7 +63,7 @@ fn the_first_command_gates_the_batch_and_prints_the_handoff() {
             "{stdout}"
         );
         assert!(
-            stdout.contains("\n**Demeter** tests: ✅ upgrade + downgrade verified"),
+            stdout.contains("\n\nDemeter tests: ✅ upgrade + downgrade verified"),
             "{stdout}"
         );
     }

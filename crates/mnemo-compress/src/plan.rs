@@ -1648,7 +1648,7 @@ mod tests {
         // The CRITICAL entry as the page writes it: head line without the
         // router file (it is the E row's File), then its three lines.
         assert!(zz.contains("| app/routers/auth.py |"), "{zz}");
-        let h0 = section.find("\n**Hermes**").unwrap();
+        let h0 = section.find("\nHermes ").unwrap();
         let h1 = section[h0 + 1..]
             .find("\n\n")
             .map_or(section.len(), |n| h0 + 1 + n + 1);

@@ -377,7 +377,7 @@ fn plain_line(l: &str) -> String {
 /// One entry as `## Priority Entries` writes it. An expanded entry:
 ///
 /// ```text
-/// **Hermes** Auth endpoints · a.py, b.py +1
+/// Hermes Auth endpoints · a.py, b.py +1
 /// What changed (the agent's words).
 /// Why it matters to the next agent.
 /// Gotcha: the gotcha.
@@ -393,20 +393,22 @@ pub fn render_entry(e: &EntryView, zz_date: &str) -> String {
         Body::Critical { .. } | Body::High { .. } => {
             // No score: the band is the section; the score is in
             // `## Completed Phases`.
-            // `**Agent** title · fields · files`: the bold name ends the
-            // agent, so the first part follows after a space (a separator
-            // there is a token an entry).
+            // `Agent title · fields · files`: the name opens the line (the
+            // line after a blank one), so the first part follows after a
+            // space; no bold markers (two tokens an entry that tell the
+            // next agent nothing: the name is the head by its place) and
+            // no separator (a token an entry).
             let mut parts: Vec<String> = Vec::new();
             parts.extend(shown_title(&e.summary, e.task.as_deref()));
             parts.extend(bits);
             if e.fields.files && !e.summary.files.is_empty() {
                 parts.push(short_file_list(&e.summary.files));
             }
-            let _ = write!(o, "\n**{}**", e.agent);
+            let mut head = e.agent.split(['\n', '\r']).collect::<Vec<_>>().join(" ");
             if !parts.is_empty() {
-                let _ = write!(o, " {}", parts.join(" · "));
+                let _ = write!(head, " {}", parts.join(" · "));
             }
-            o.push('\n');
+            let _ = writeln!(o, "\n{}", plain_line(&head));
             let lines = e.summary.lines();
             for (i, l) in lines.iter().enumerate() {
                 if l.trim().is_empty() {
@@ -970,15 +972,15 @@ mod tests {
             n: 1,
         };
         let without = render_zz(&header, &alloc, std::slice::from_ref(&e), &[]);
-        assert!(without.contains("\n**Hermes** routes.py +1\n"), "{without}");
+        assert!(without.contains("\nHermes routes.py +1\n"), "{without}");
         let with = render_zz(&header, &alloc, std::slice::from_ref(&e), &[(id, r)]);
         // The head names only db.py; routes.py is in the table, once.
-        assert!(with.contains("\n**Hermes** db.py\n"), "{with}");
+        assert!(with.contains("\nHermes db.py\n"), "{with}");
         assert_eq!(with.matches("routes.py").count(), 1, "{with}");
     }
 
     #[test]
-    fn a_head_line_is_the_bold_agent_then_its_parts() {
+    fn a_head_line_is_the_agent_then_its_parts() {
         let view = |title: &str, files: &[&str], status: Option<&str>| EntryView {
             score: 6000,
             band: Band::High,
@@ -999,7 +1001,7 @@ mod tests {
                 &view("x", &["api/a.py", "api/b.py", "c.py"], None),
                 "2026-10-19"
             ),
-            "\n**Hermes** a.py +2\nGET /a returns 200.\nCall it.\n"
+            "\nHermes a.py +2\nGET /a returns 200.\nCall it.\n"
         );
         assert_eq!(
             render_entry(
@@ -1008,14 +1010,24 @@ mod tests {
             )
             .lines()
             .nth(1),
-            Some("**Hermes** notes API · ⚠️ partial · a.py")
+            Some("Hermes notes API · ⚠️ partial · a.py")
         );
         // Nothing to show: the name alone.
         assert_eq!(
             render_entry(&view("x", &[], None), "2026-10-19")
                 .lines()
                 .nth(1),
-            Some("**Hermes**")
+            Some("Hermes")
+        );
+        // A name that would open a markdown block is escaped: the head
+        // stays the entry's text.
+        let hash = EntryView {
+            agent: "# Ops".to_string(),
+            ..view("x", &[], None)
+        };
+        assert_eq!(
+            render_entry(&hash, "2026-10-19").lines().nth(1),
+            Some("\\# Ops")
         );
     }
 

@@ -152,7 +152,7 @@ fn phase_gate_end_to_end() {
         &views,
         &xrefs,
     );
-    assert!(zz.contains("\n**Demeter**"), "{zz}");
+    assert!(zz.contains("\n\nDemeter"), "{zz}");
     // The Budget states the tokens given and written; each entry has its own.
     let tin: usize = out.entries.iter().map(|e| e.view.tokens.input).sum();
     assert!(tin > 0 && out.entries.iter().all(|e| e.view.tokens.output > 0));
