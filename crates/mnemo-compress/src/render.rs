@@ -2,7 +2,7 @@
 //!
 //! * [`render_zz`]: `ZZ-phase{N}-context.md` in the §8 structure (the same
 //!   headings, Budget and Cross-References), with dense entries: an
-//!   expanded entry is one head line (`**Agent** title · fields · files`)
+//!   expanded entry is one head line (`Agent title · fields · files`)
 //!   and its §4 lines under it, one a line without list markers, only the
 //!   gotcha labelled; a STANDARD entry is one line `Agent: text` (seed
 //!   §4's one-line form), the gate's date is stated once and a
@@ -404,7 +404,7 @@ pub fn render_entry(e: &EntryView, zz_date: &str) -> String {
             if e.fields.files && !e.summary.files.is_empty() {
                 parts.push(short_file_list(&e.summary.files));
             }
-            let mut head = e.agent.split(['\n', '\r']).collect::<Vec<_>>().join(" ");
+            let mut head = e.agent.replace(['\n', '\r'], " ");
             if !parts.is_empty() {
                 let _ = write!(head, " {}", parts.join(" · "));
             }
