@@ -300,9 +300,20 @@ pub fn is_fact_token(raw: &str) -> bool {
         return true;
     }
     if t.contains([
-        '/', '_', '=', '@', '{', '}', '(', ')', '<', '>', '`', '\'', '#', '$', '%',
+        '/', '_', '=', '@', '{', '}', '(', ')', '<', '>', '`', '#', '$', '%',
     ]) || t.contains("://")
     {
+        return true;
+    }
+    // A quote makes a literal (`'EUR'`); an apostrophe between two letters
+    // is English (`it's`, `we've`, `Demeter's`), not a name.
+    let chars: Vec<char> = t.chars().collect();
+    if chars.iter().enumerate().any(|(i, c)| {
+        *c == '\''
+            && !(i > 0
+                && chars[i - 1].is_alphabetic()
+                && chars.get(i + 1).is_some_and(|n| n.is_alphabetic()))
+    }) {
         return true;
     }
     let inner = &t[t.char_indices().nth(1).map_or(t.len(), |(i, _)| i)..];
@@ -581,8 +592,12 @@ fn telegraph_clause(text: &str) -> String {
     drop_words(text, true)
 }
 
-/// [`telegraph_clause`] (`full`), or only its [`EMPTY_ADVERBS`].
-fn drop_words(text: &str, full: bool) -> String {
+/// [`telegraph_clause`] (`full`), or only its [`EMPTY_ADVERBS`] and, when
+/// `opening` (a constraint clause that opens its sentence), the sentence's
+/// capitalised leading article (`The sweeper must …`: a word that holds no
+/// constraint and, capitalised, no fact phrase quoted from the sentence's
+/// middle).
+fn drop_words_opening(text: &str, full: bool, sentence_start: bool) -> String {
     let words = top_words(text);
     let mut drop = vec![false; words.len()];
     let w = |k: usize| &text[words[k].0..words[k].1];
@@ -626,6 +641,15 @@ fn drop_words(text: &str, full: bool) -> String {
         {
             drop[k] = true;
         }
+        if !full
+            && sentence_start
+            && k == 0
+            && words[k].2
+            && matches!(w(k), "The" | "An")
+            && next_ok(k)
+        {
+            drop[k] = true;
+        }
         k += 1;
     }
     words
@@ -635,6 +659,11 @@ fn drop_words(text: &str, full: bool) -> String {
         .map(|((s, e, _), _)| &text[*s..*e])
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// [`drop_words_opening`] for a clause in the middle of a sentence.
+fn drop_words(text: &str, full: bool) -> String {
+    drop_words_opening(text, full, false)
 }
 
 /// Words that, opening a clause, make it one statement with the clause
@@ -659,7 +688,7 @@ pub fn telegraph(sentence: &str) -> String {
         let keep = has_constraint(&c.text) || cl.get(i + 1).is_some_and(opens_contrast);
         out.push_str(&c.sep);
         if keep {
-            out.push_str(&drop_words(&c.text, false));
+            out.push_str(&drop_words_opening(&c.text, false, i == 0));
         } else {
             out.push_str(&telegraph_clause(&c.text));
         }
@@ -886,14 +915,24 @@ mod tests {
             "Reads hit the cache, warmed at start-up."
         );
         // A constraint clause, and the clause a contrast follows, keep
-        // every word.
+        // every word but the sentence's capitalised leading article.
         assert_eq!(
             telegraph("The refund is booked on the refund date, not the order date."),
-            "The refund is booked on the refund date, not the order date."
+            "refund is booked on the refund date, not the order date."
         );
         assert_eq!(
             telegraph("The sweeper must never be scaled to 0."),
-            "The sweeper must never be scaled to 0."
+            "sweeper must never be scaled to 0."
+        );
+        assert_eq!(
+            telegraph("An index is built, and the trigger must not run before the DNS cutover."),
+            "index is built, and the trigger must not run before the DNS cutover."
+        );
+        // In the middle of a sentence a constraint clause keeps its
+        // article: a gotcha phrase often opens with one.
+        assert_eq!(
+            telegraph("Writes are queued; the trigger double-counts otherwise."),
+            "Writes are queued; the trigger double-counts otherwise."
         );
         // Never a word inside brackets, quotes or backticks, never the last
         // word, never before a symbol.
@@ -966,7 +1005,15 @@ mod tests {
         ] {
             assert!(is_fact_token(t), "{t}");
         }
-        for t in ["the", "Added", "nice,", "page."] {
+        for t in [
+            "the",
+            "Added",
+            "nice,",
+            "page.",
+            "it's",
+            "we've",
+            "Demeter's",
+        ] {
             assert!(!is_fact_token(t), "{t}");
         }
     }

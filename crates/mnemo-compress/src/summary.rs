@@ -854,6 +854,9 @@ fn standard_sentence(r: &SummaryRecord, facts: &Facts) -> String {
     };
     let mut best: Option<(usize, String)> = None;
     for p in pieces {
+        // Telegraphic, as the expanded lines are (a leading article, `now`,
+        // `has been` go; a constraint keeps its words).
+        let p = ex::telegraph(&p);
         let c = no_stop(&cut_clauses(&no_stop(&p), STANDARD_SENTENCE_CAP));
         if c.is_empty() {
             continue;
