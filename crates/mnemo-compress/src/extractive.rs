@@ -289,11 +289,39 @@ pub fn clauses(sentence: &str) -> Vec<Clause> {
     out
 }
 
+/// Upper-case words of chat that name nothing (`OK, so I added …`, `FYI
+/// the job …`); a status code's reason (`200 OK`) is a fact by its number.
+const CHAT_ACRONYMS: &[&str] = &[
+    "OK", "Ok", "FYI", "LGTM", "IMO", "IMHO", "BTW", "TBH", "AFAIK", "IIRC", "FWIW",
+];
+
+/// Words that open a relative clause (`, which turned out …`): it says
+/// something of the clause before it.
+const RELATIVE_OPENERS: &[&str] = &["which", "who", "whom", "whose"];
+
+/// Conjunctions that join a clause to the one before it (`…, but POST /a
+/// returns 202`): they go with that clause when it is dropped.
+const JOINING_CONJUNCTIONS: &[&str] = &["but", "and", "or", "yet"];
+
+/// The first word of `text`, lower case, without punctuation.
+fn first_word_lower(text: &str) -> String {
+    text.split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .trim_matches(|c: char| !c.is_alphanumeric())
+        .to_lowercase()
+}
+
 /// True when a word names something concrete: a number, a path, an
 /// identifier, an upper-case or CamelCase name, a `key=value`, a URL.
 pub fn is_fact_token(raw: &str) -> bool {
     let t = raw.trim_matches(|c: char| matches!(c, ',' | ';' | '.' | ':' | '!' | '?' | '"'));
-    if t.is_empty() {
+    if t.is_empty() || CHAT_ACRONYMS.contains(&t) {
+        return false;
+    }
+    // Punctuation alone (`:)`, `->`, `—`) names nothing; a bare `/` is a
+    // path.
+    if !t.contains(|c: char| c.is_alphanumeric() || c == '/') {
         return false;
     }
     if t.contains(|c: char| c.is_ascii_digit()) {
@@ -386,11 +414,18 @@ pub fn is_identifier(word: &str) -> bool {
 }
 
 /// True when `text` holds a constraint word (never, must, only, not, …).
+/// `before` / `after` as a text's last word is an adverb (`cleaner than
+/// before`, `soon after`), not the start of a condition (`before the DNS
+/// cutover`).
 pub fn has_constraint(text: &str) -> bool {
     let lower = text.to_lowercase();
-    lower
+    let words: Vec<&str> = lower
         .split(|c: char| !c.is_alphanumeric() && c != '\'')
-        .any(|w| CONSTRAINT_WORDS.contains(&w))
+        .filter(|w| !w.is_empty())
+        .collect();
+    words.iter().enumerate().any(|(i, w)| {
+        CONSTRAINT_WORDS.contains(w) && !(matches!(*w, "before" | "after") && i + 1 == words.len())
+    })
 }
 
 /// True when a clause names something concrete or states a constraint.
@@ -435,6 +470,17 @@ pub fn strip_label(sentence: &str) -> &str {
 pub fn strip_filler(sentence: &str) -> &str {
     let mut s = sentence;
     loop {
+        // A leading emoticon or stray mark (`:) I ended up …`): no letter,
+        // digit, path, bracket or quote of a fact in it.
+        if let Some((w, rest)) = s.split_once(' ')
+            && !rest.trim().is_empty()
+            && !w.contains(|c: char| {
+                c.is_alphanumeric() || matches!(c, '/' | '`' | '{' | '[' | '(' | '<' | '\'' | '"')
+            })
+        {
+            s = rest.trim_start();
+            continue;
+        }
         // ASCII case folding: `lower` has the byte layout of `s`.
         let lower = s.to_ascii_lowercase();
         let hit = FILLER_OPENINGS
@@ -545,6 +591,12 @@ const FILLER_RUNS: &[(&[&str], usize)] = &[
 /// word or inside brackets, quotes or backticks.
 const EMPTY_ADVERBS: &[(&[&str], usize)] = &[(&["now"], 1), (&["also"], 1), (&["currently"], 1)];
 
+/// Words after which an [`EMPTY_ADVERBS`] word is a phrase's object
+/// (`for now`, `until now`, `right now`), kept.
+const ADVERB_HOLDERS: &[&str] = &[
+    "for", "until", "till", "by", "from", "as", "of", "right", "since", "than", "up", "to",
+];
+
 /// Runs dropped only where they open a clause (`, which is shared`).
 const OPENING_RUNS: &[(&[&str], usize)] = &[(&["which", "is"], 2), (&["which", "are"], 2)];
 
@@ -612,16 +664,23 @@ fn drop_words_opening(text: &str, full: bool, sentence_start: bool) -> String {
         };
         let opening: &[(&[&str], usize)] = if k == 0 && full { OPENING_RUNS } else { &[] };
         let fillers: &[(&[&str], usize)] = if full { FILLER_RUNS } else { &[] };
-        let run = fillers
-            .iter()
-            .chain(EMPTY_ADVERBS)
-            .chain(opening)
-            .find(|(r, _)| {
-                k + r.len() < words.len()
-                    && r.iter()
-                        .enumerate()
-                        .all(|(n, x)| words[k + n].2 && w(k + n).eq_ignore_ascii_case(x))
-            });
+        // An adverb that is a preposition's object (`for now`, `until
+        // now`, `right now`) is part of a phrase: it stays.
+        let adverbs: &[(&[&str], usize)] = if k > 0
+            && ADVERB_HOLDERS
+                .iter()
+                .any(|h| w(k - 1).eq_ignore_ascii_case(h))
+        {
+            &[]
+        } else {
+            EMPTY_ADVERBS
+        };
+        let run = fillers.iter().chain(adverbs).chain(opening).find(|(r, _)| {
+            k + r.len() < words.len()
+                && r.iter()
+                    .enumerate()
+                    .all(|(n, x)| words[k + n].2 && w(k + n).eq_ignore_ascii_case(x))
+        });
         if let Some((r, n)) = run
             && next_ok(k + n - 1)
         {
@@ -696,6 +755,20 @@ pub fn telegraph(sentence: &str) -> String {
     out
 }
 
+/// `text` without its opening `but` / `and` / `or` / `yet` when `after_drop`
+/// (the clause it joined was dropped) and words follow it.
+fn without_joining_conjunction(text: &str, after_drop: bool) -> &str {
+    if !after_drop || !JOINING_CONJUNCTIONS.contains(&first_word_lower(text).as_str()) {
+        return text;
+    }
+    match text.split_once(' ') {
+        Some((w, rest)) if w.chars().all(char::is_alphabetic) && !rest.trim().is_empty() => {
+            rest.trim_start()
+        }
+        _ => text,
+    }
+}
+
 /// A sentence with its label and filler opening removed and only the
 /// clauses that carry facts (see the module doc). `None` when nothing in
 /// it carries a fact.
@@ -717,11 +790,24 @@ pub fn condense(sentence: &str) -> Option<String> {
         // (`HttpOnly; Secure; SameSite=Lax`).
         let short = c.text.split_whitespace().count() <= 2;
         let next_kept = keep.get(i + 1).copied().unwrap_or(false);
-        if keep[i] || (short && (prev_kept || next_kept)) {
-            if !out.is_empty() {
+        // A relative clause says something of the clause before it: when
+        // that one went, so does it, unless it names something itself
+        // (`, which turned out to be trickier because …`).
+        let orphan = !prev_kept
+            && RELATIVE_OPENERS.contains(&first_word_lower(&c.text).as_str())
+            && !c.text.split_whitespace().any(is_fact_token);
+        if !orphan && (keep[i] || (short && (prev_kept || next_kept))) {
+            if out.is_empty() {
+                // The first clause kept after a dropped one loses the
+                // conjunction that joined it to it (`but POST /a …`).
+                // and a filler opening (`As discussed with the team, I
+                // kept …`).
+                let t = without_joining_conjunction(&c.text, i > 0);
+                out.push_str(if i > 0 { strip_filler(t) } else { t });
+            } else {
                 out.push_str(if c.sep.is_empty() { "; " } else { &c.sep });
+                out.push_str(&c.text);
             }
-            out.push_str(&c.text);
             prev_kept = true;
         } else {
             prev_kept = false;
@@ -729,6 +815,9 @@ pub fn condense(sentence: &str) -> Option<String> {
     }
     // The agent's words as written (no re-capitalising: facts stay exact).
     let mut out = out.trim().to_string();
+    if out.is_empty() {
+        return None;
+    }
     if !out.ends_with(['.', '!', '?', ')', '`']) {
         out.push('.');
     }
@@ -788,6 +877,56 @@ mod tests {
         assert_eq!(
             condense("The cookie is set with HttpOnly; Secure; SameSite=Lax; Path=/.").as_deref(),
             Some("The cookie is set with HttpOnly; Secure; SameSite=Lax; Path=/.")
+        );
+    }
+
+    #[test]
+    fn chat_around_the_facts_goes() {
+        // A contraction, an emoticon or a chat acronym names nothing.
+        assert_eq!(condense("I think that's good enough for now."), None);
+        for t in ["it's", "OK", "FYI", ":)", "->"] {
+            assert!(!is_fact_token(t), "{t}");
+        }
+        assert!(is_fact_token("/"));
+        // A clause kept after a dropped one loses the conjunction and the
+        // filler opening that tied it to it.
+        assert_eq!(
+            condense("It's been a bit of a journey, but POST /v2/refunds returns 202 Accepted.")
+                .as_deref(),
+            Some("POST /v2/refunds returns 202 Accepted.")
+        );
+        assert_eq!(
+            condense("As discussed with the team, I kept the old /api/v0/users route for now.")
+                .as_deref(),
+            Some("kept the old /api/v0/users route for now.")
+        );
+        // A relative clause whose clause went goes with it, unless it
+        // names something itself.
+        assert_eq!(
+            condense(
+                "I also spent some time on the backfill, which turned out to be trickier because of the legacy rows."
+            ),
+            None
+        );
+        assert_eq!(
+            condense("We looked at the backfill, which now writes to audit_log.").as_deref(),
+            Some("which now writes to audit_log.")
+        );
+        // `before` / `after` at the end is an adverb, not a condition.
+        assert_eq!(condense("The code is a lot cleaner than before."), None);
+        assert!(has_constraint(
+            "do not delete them before the TTL has passed"
+        ));
+        assert!(!has_constraint("cleaner than before"));
+        // A leading emoticon goes, and the opening after it.
+        assert_eq!(
+            condense(":) I moved GET /a to the v2 router.").as_deref(),
+            Some("moved GET /a to the v2 router.")
+        );
+        // `now` as a preposition's object stays (`for now`).
+        assert_eq!(
+            telegraph("The route stays around for now and now answers 410."),
+            "route stays around for now and answers 410."
         );
     }
 

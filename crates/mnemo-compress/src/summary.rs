@@ -735,7 +735,7 @@ fn title(r: &SummaryRecord, facts: &Facts) -> String {
         .unwrap_or("Untitled entry");
     // The words of the first line (telegraphic, as the line is written),
     // so that the renderer can see the title only repeats them.
-    let src = ex::telegraph(ex::strip_label(src));
+    let src = ex::telegraph(ex::strip_filler(ex::strip_label(src)));
     // The first words (at most five), never cut inside a word.
     let words: Vec<&str> = src.split_whitespace().take(5).collect();
     let mut words = words;
