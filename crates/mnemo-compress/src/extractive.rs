@@ -202,6 +202,8 @@ pub fn sentences(text: &str) -> Vec<String> {
         let next = chars.get(k + 1).map(|x| x.1);
         let end = match c {
             '\n' => Some(i),
+            // An inline list after its lead-in (`Changes: - Added …`).
+            ':' if top && text[i + 1..].starts_with(" - ") => Some(i + 1),
             '.' | '!' | '?' if top && next.is_none_or(char::is_whitespace) => {
                 let head = text[start..=i].to_ascii_lowercase();
                 let abbrev = ["e.g.", "i.e.", "etc.", "vs.", "approx.", "cf."]
@@ -292,7 +294,7 @@ pub fn clauses(sentence: &str) -> Vec<Clause> {
 /// Upper-case words of chat that name nothing (`OK, so I added …`, `FYI
 /// the job …`); a status code's reason (`200 OK`) is a fact by its number.
 const CHAT_ACRONYMS: &[&str] = &[
-    "OK", "Ok", "FYI", "LGTM", "IMO", "IMHO", "BTW", "TBH", "AFAIK", "IIRC", "FWIW",
+    "OK", "Ok", "FYI", "LGTM", "IMO", "IMHO", "BTW", "TBH", "AFAIK", "IIRC", "FWIW", "PR", "PRs",
 ];
 
 /// Words that open a relative clause (`, which turned out …`): it says
@@ -818,7 +820,10 @@ pub fn condense(sentence: &str) -> Option<String> {
     if out.is_empty() {
         return None;
     }
-    if !out.ends_with(['.', '!', '?', ')', '`']) {
+    // A sentence cut after a name or a bracket still ends as the agent's
+    // did (`… to `articles`.`, not `… to `articles` Created …`).
+    let ended = s.trim_end().ends_with(['.', '!', '?']);
+    if !out.ends_with(['.', '!', '?']) && (ended || !out.ends_with([')', '`'])) {
         out.push('.');
     }
     Some(out)
@@ -884,7 +889,7 @@ mod tests {
     fn chat_around_the_facts_goes() {
         // A contraction, an emoticon or a chat acronym names nothing.
         assert_eq!(condense("I think that's good enough for now."), None);
-        for t in ["it's", "OK", "FYI", ":)", "->"] {
+        for t in ["it's", "OK", "FYI", "PR", ":)", "->"] {
             assert!(!is_fact_token(t), "{t}");
         }
         assert!(is_fact_token("/"));

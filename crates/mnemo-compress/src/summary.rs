@@ -324,6 +324,10 @@ impl<'c> DeterministicSummarizer<'c> {
         // is the only thing said.
         let raw = ex::sentences(&r.summary);
         let title_lead = lead_is_title(r) || lead_restates_task(r);
+        let to = req.to.unwrap_or("*");
+        let tests_shown = crate::mask::FieldMask::for_pair(self.config, req.from, to)
+            .with_variant(self.config, req.from, to)
+            .tests;
         let mut pool: Vec<(String, bool)> = Vec::new();
         for (i, sentence) in raw.iter().enumerate() {
             if i == 0 && title_lead {
@@ -339,6 +343,12 @@ impl<'c> DeterministicSummarizer<'c> {
                 continue;
             };
             if given.contains(&c.to_lowercase().trim_end_matches('.').to_string()) {
+                continue;
+            }
+            // The tests field is a field of the entry (its head line shows
+            // it where the pair's mask keeps it): a sentence that only
+            // says it again goes.
+            if i > 0 && tests_shown && restates_tests(r, &c) {
                 continue;
             }
             pool.push((c, ex::is_warning(sentence)));
@@ -402,6 +412,30 @@ impl<'c> DeterministicSummarizer<'c> {
             cap_line(&telegraph_line(&gotcha)),
         )
     }
+}
+
+/// True when `sentence` only restates the record's `tests` value (`All 18
+/// tests passed.` beside `tests: 18 passed`): it speaks of tests, states no
+/// constraint, and every word of it that names something (a number, an
+/// identifier) is a word of the value.
+fn restates_tests(r: &SummaryRecord, sentence: &str) -> bool {
+    let Some(tests) = r.tests.as_deref().filter(|t| !t.trim().is_empty()) else {
+        return false;
+    };
+    let trim = |w: &str| -> String {
+        w.trim_matches(|c: char| !c.is_alphanumeric())
+            .to_lowercase()
+    };
+    let value: Vec<String> = tests.split_whitespace().map(trim).collect();
+    let facts: Vec<String> = sentence
+        .split_whitespace()
+        .filter(|w| ex::is_fact_token(w))
+        .map(trim)
+        .collect();
+    sentence.to_lowercase().contains("test")
+        && !ex::has_constraint(sentence)
+        && !facts.is_empty()
+        && facts.iter().all(|f| value.contains(f))
 }
 
 /// A line's sentences in telegraphic form ([`ex::telegraph`]).
