@@ -452,7 +452,16 @@ pub fn strip_label(sentence: &str) -> &str {
     }
     for l in LEAD_LABELS {
         if let Some(rest) = lower.strip_prefix(l) {
-            let rest_trim = rest.trim_start_matches([' ', '*']);
+            let mut rest_trim = rest.trim_start_matches([' ', '*']);
+            // A label with its addressee (`Heads-up for Aphrodite:`, `Note
+            // for the frontend:`): up to four words before the colon.
+            if let Some(after_for) = rest_trim.strip_prefix("for ")
+                && let Some(colon) = after_for.find(':')
+                && after_for[..colon].split_whitespace().count() <= 4
+                && !after_for[..colon].contains(['.', ',', ';', '!', '?'])
+            {
+                rest_trim = &after_for[colon..];
+            }
             if let Some(after) = rest_trim
                 .strip_prefix(':')
                 .or_else(|| rest_trim.strip_prefix('—'))
@@ -731,6 +740,14 @@ fn drop_words(text: &str, full: bool) -> String {
 /// before (`on the refund date, not the order date`).
 const CONTRAST_OPENERS: &[&str] = &["not", "rather", "instead", "never", "only", "unless"];
 
+/// True when a clause opens with a contrast (`not the order date`).
+fn opens_contrast(c: &Clause) -> bool {
+    c.text
+        .split(|ch: char| !ch.is_alphanumeric())
+        .find(|x| !x.is_empty())
+        .is_some_and(|x| CONTRAST_OPENERS.contains(&x.to_lowercase().as_str()))
+}
+
 /// A sentence in telegraphic form (see [`telegraph_clause`]), clause by
 /// clause. A clause that states a constraint (never, must, only, not,
 /// rather, …) keeps every word, and so does the clause before one that
@@ -738,12 +755,6 @@ const CONTRAST_OPENERS: &[&str] = &["not", "rather", "instead", "never", "only",
 /// a gotcha's constraint is quoted as the agent wrote it.
 pub fn telegraph(sentence: &str) -> String {
     let cl = clauses(sentence);
-    let opens_contrast = |c: &Clause| {
-        c.text
-            .split(|ch: char| !ch.is_alphanumeric())
-            .find(|x| !x.is_empty())
-            .is_some_and(|x| CONTRAST_OPENERS.contains(&x.to_lowercase().as_str()))
-    };
     let mut out = String::with_capacity(sentence.len());
     for (i, c) in cl.iter().enumerate() {
         let keep = has_constraint(&c.text) || cl.get(i + 1).is_some_and(opens_contrast);
@@ -781,7 +792,14 @@ pub fn condense(sentence: &str) -> Option<String> {
         return Some(s.trim().to_string());
     }
     let cl = clauses(&s);
-    let keep: Vec<bool> = cl.iter().map(|c| carries_fact(&c.text)).collect();
+    let mut keep: Vec<bool> = cl.iter().map(|c| carries_fact(&c.text)).collect();
+    // A contrast is one statement with the clause before it (`the amount
+    // is in cents, never in dollars`): that clause stays with it.
+    for i in (1..cl.len()).rev() {
+        if keep[i] && opens_contrast(&cl[i]) {
+            keep[i - 1] = true;
+        }
+    }
     if !keep.iter().any(|k| *k) {
         return None;
     }
@@ -927,6 +945,18 @@ mod tests {
         assert_eq!(
             condense(":) I moved GET /a to the v2 router.").as_deref(),
             Some("moved GET /a to the v2 router.")
+        );
+        // A contrast keeps the clause it contrasts with; a label may name
+        // its addressee.
+        assert_eq!(
+            condense("Heads-up for Aphrodite: the amount is in cents, never in dollars.")
+                .as_deref(),
+            Some("the amount is in cents, never in dollars.")
+        );
+        assert!(is_warning("Note for the frontend: x is y."));
+        assert_eq!(
+            condense("We store the amount as given, never rounded.").as_deref(),
+            Some("store the amount as given, never rounded.")
         );
         // `now` as a preposition's object stays (`for now`).
         assert_eq!(
