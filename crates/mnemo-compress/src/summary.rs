@@ -834,6 +834,17 @@ fn without_dangling_verb(cut: &str) -> String {
         }
         return trim_dangling(&words.join(" ")).to_string();
     }
+    // A second verb whose complement the cut left out (`… POST
+    // /hooks/sms/status and are checked`): up to three words after the
+    // last `and` / `or` that name nothing go with it.
+    if let Some(at) = words.iter().rposition(|w| ["and", "or"].contains(w))
+        && at >= 2
+        && words.len() - at - 1 <= 3
+        && !words[at + 1..].iter().any(|w| ex::is_fact_token(w))
+    {
+        words.truncate(at);
+        return trim_dangling(&words.join(" ")).to_string();
+    }
     cut.to_string()
 }
 
@@ -996,9 +1007,23 @@ mod tests {
         assert!(c.chars().count() <= 80, "{c}");
         assert!(s.starts_with(&c), "{c}");
         assert!(!c.ends_with("GET") && !c.ends_with(" on"), "{c}");
+        // The second verb lost its complement (`on GET /v2/…`) to the cut:
+        // it goes with its `and`.
+        assert_eq!(c, "Clients that poll too often are throttled");
         assert_eq!(
-            c,
-            "Clients that poll too often are throttled and then retried"
+            cut_clauses(
+                "Delivery callbacks arrive at POST /hooks/sms/status and are checked with the X-Twilio-Signature header",
+                80
+            ),
+            "Delivery callbacks arrive at POST /hooks/sms/status"
+        );
+        // A second verb that names something stays.
+        assert_eq!(
+            cut_clauses(
+                "The poller retries with backoff and honours Retry-After on every response from the upstream",
+                80
+            ),
+            "The poller retries with backoff and honours Retry-After on every response"
         );
     }
 
