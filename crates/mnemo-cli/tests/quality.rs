@@ -489,13 +489,12 @@ fn every_planted_fact_is_in_its_summary() {
 
 /// Committed floors (both halves): (C/H facts, contract facts, max size in
 /// tokens of text+files, max defects). Just above what both halves reach
-/// (2026-12-04, session 11: head lines without bold markers: held-out
-/// 0.618× tokens, tuning 0.612×; 2 defects on held-out), so that a
-/// regression fails.
-const FLOORS: (f64, f64, f64, usize) = (0.95, 0.95, 0.63, 2);
-/// Committed ceiling of the size in characters of text+files (held-out
-/// 0.601×, tuning 0.570×).
-const MAX_CHARS_RATIO: f64 = 0.61;
+/// (2026-12-04, session 12: held-out 0.618× tokens, tuning 0.607×; 2
+/// defects on held-out), so that a regression fails.
+const FLOORS: (f64, f64, f64, usize) = (0.95, 0.95, 0.62, 2);
+/// Committed ceiling of the size in characters of text+files (session 12:
+/// held-out 0.602×, tuning 0.565×).
+const MAX_CHARS_RATIO: f64 = 0.605;
 
 #[test]
 fn both_halves_stay_above_the_committed_thresholds() {

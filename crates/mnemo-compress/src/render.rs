@@ -329,7 +329,10 @@ pub fn shown_title(summary: &Summary, task: Option<&str>) -> Option<String> {
             .collect::<Vec<_>>()
             .join(" ")
     };
-    let names = task.is_some() || crate::extractive::carries_fact(&t);
+    // Names something: an identifier, a path, an upper-case name (a
+    // constraint word such as the `so` of "So this phase I wired" names
+    // nothing).
+    let names = task.is_some() || t.split_whitespace().any(crate::extractive::is_fact_token);
     (!t.is_empty() && names && !norm(first).starts_with(&norm(&t))).then_some(t)
 }
 
@@ -895,6 +898,8 @@ mod tests {
             shown_title(&high("The default-deny NetworkPolicy"), None),
             None
         );
+        // A constraint word names nothing (`So this phase I wired`).
+        assert_eq!(shown_title(&high("So this phase I wired"), None), None);
     }
 
     /// A LOW entry of `agent` from 2026-10-19 (files shown, `status` in its

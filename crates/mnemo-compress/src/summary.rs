@@ -324,6 +324,10 @@ impl<'c> DeterministicSummarizer<'c> {
         // is the only thing said.
         let raw = ex::sentences(&r.summary);
         let title_lead = lead_is_title(r) || lead_restates_task(r);
+        let to = req.to.unwrap_or("*");
+        let tests_shown = crate::mask::FieldMask::for_pair(self.config, req.from, to)
+            .with_variant(self.config, req.from, to)
+            .tests;
         let mut pool: Vec<(String, bool)> = Vec::new();
         for (i, sentence) in raw.iter().enumerate() {
             if i == 0 && title_lead {
@@ -339,6 +343,12 @@ impl<'c> DeterministicSummarizer<'c> {
                 continue;
             };
             if given.contains(&c.to_lowercase().trim_end_matches('.').to_string()) {
+                continue;
+            }
+            // The tests field is a field of the entry (its head line shows
+            // it where the pair's mask keeps it): a sentence that only
+            // says it again goes.
+            if i > 0 && tests_shown && restates_tests(r, &c) {
                 continue;
             }
             pool.push((c, ex::is_warning(sentence)));
@@ -402,6 +412,30 @@ impl<'c> DeterministicSummarizer<'c> {
             cap_line(&telegraph_line(&gotcha)),
         )
     }
+}
+
+/// True when `sentence` only restates the record's `tests` value (`All 18
+/// tests passed.` beside `tests: 18 passed`): it speaks of tests, states no
+/// constraint, and every word of it that names something (a number, an
+/// identifier) is a word of the value.
+fn restates_tests(r: &SummaryRecord, sentence: &str) -> bool {
+    let Some(tests) = r.tests.as_deref().filter(|t| !t.trim().is_empty()) else {
+        return false;
+    };
+    let trim = |w: &str| -> String {
+        w.trim_matches(|c: char| !c.is_alphanumeric())
+            .to_lowercase()
+    };
+    let value: Vec<String> = tests.split_whitespace().map(trim).collect();
+    let facts: Vec<String> = sentence
+        .split_whitespace()
+        .filter(|w| ex::is_fact_token(w))
+        .map(trim)
+        .collect();
+    sentence.to_lowercase().contains("test")
+        && !ex::has_constraint(sentence)
+        && !facts.is_empty()
+        && facts.iter().all(|f| value.contains(f))
 }
 
 /// A line's sentences in telegraphic form ([`ex::telegraph`]).
@@ -735,7 +769,7 @@ fn title(r: &SummaryRecord, facts: &Facts) -> String {
         .unwrap_or("Untitled entry");
     // The words of the first line (telegraphic, as the line is written),
     // so that the renderer can see the title only repeats them.
-    let src = ex::telegraph(ex::strip_label(src));
+    let src = ex::telegraph(ex::strip_filler(ex::strip_label(src)));
     // The first words (at most five), never cut inside a word.
     let words: Vec<&str> = src.split_whitespace().take(5).collect();
     let mut words = words;
@@ -800,6 +834,17 @@ fn without_dangling_verb(cut: &str) -> String {
         }
         return trim_dangling(&words.join(" ")).to_string();
     }
+    // A second verb whose complement the cut left out (`… POST
+    // /hooks/sms/status and are checked`): up to three words after the
+    // last `and` / `or` that name nothing go with it.
+    if let Some(at) = words.iter().rposition(|w| ["and", "or"].contains(w))
+        && at >= 2
+        && words.len() - at - 1 <= 3
+        && !words[at + 1..].iter().any(|w| ex::is_fact_token(w))
+    {
+        words.truncate(at);
+        return trim_dangling(&words.join(" ")).to_string();
+    }
     cut.to_string()
 }
 
@@ -854,6 +899,9 @@ fn standard_sentence(r: &SummaryRecord, facts: &Facts) -> String {
     };
     let mut best: Option<(usize, String)> = None;
     for p in pieces {
+        // Telegraphic, as the expanded lines are (a leading article, `now`,
+        // `has been` go; a constraint keeps its words).
+        let p = ex::telegraph(&p);
         let c = no_stop(&cut_clauses(&no_stop(&p), STANDARD_SENTENCE_CAP));
         if c.is_empty() {
             continue;
@@ -959,9 +1007,23 @@ mod tests {
         assert!(c.chars().count() <= 80, "{c}");
         assert!(s.starts_with(&c), "{c}");
         assert!(!c.ends_with("GET") && !c.ends_with(" on"), "{c}");
+        // The second verb lost its complement (`on GET /v2/…`) to the cut:
+        // it goes with its `and`.
+        assert_eq!(c, "Clients that poll too often are throttled");
         assert_eq!(
-            c,
-            "Clients that poll too often are throttled and then retried"
+            cut_clauses(
+                "Delivery callbacks arrive at POST /hooks/sms/status and are checked with the X-Twilio-Signature header",
+                80
+            ),
+            "Delivery callbacks arrive at POST /hooks/sms/status"
+        );
+        // A second verb that names something stays.
+        assert_eq!(
+            cut_clauses(
+                "The poller retries with backoff and honours Retry-After on every response from the upstream",
+                80
+            ),
+            "The poller retries with backoff and honours Retry-After on every response"
         );
     }
 

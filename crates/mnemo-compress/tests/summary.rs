@@ -282,6 +282,48 @@ fn a_lead_that_only_restates_the_task_is_left_to_the_title() {
 }
 
 #[test]
+fn a_sentence_that_only_restates_the_tests_field_goes_where_the_head_shows_it() {
+    let config = Config::default();
+    let s = DeterministicSummarizer::new(&config);
+    let r = SummaryRecord {
+        agent: Some("demeter".into()),
+        tests: Some("18 passed".into()),
+        summary:
+            "Changes: - Added a `search_vector` column to `articles`, kept fresh by a trigger. \
+                  - Created the GIN index `ix_articles_search`. All 18 tests passed. \
+                  The trigger must be disabled during bulk imports."
+                .into(),
+        ..SummaryRecord::default()
+    };
+    let lines = |from: &str, to: &str| {
+        let sum = s
+            .summarize(&SummaryRequest {
+                record: &r,
+                band: Band::High,
+                mode: Mode::Expanded,
+                from,
+                to: Some(to),
+            })
+            .unwrap();
+        sum.lines().join("\n")
+    };
+    // demeter → hermes keeps `tests` (seed §5): the head line says it.
+    let l = lines("demeter", "hermes");
+    assert!(!l.contains("18 tests passed"), "{l}");
+    // The list's lead-in names nothing and goes; a clause cut after a name
+    // still ends with the agent's full stop.
+    assert!(
+        l.starts_with("Added `search_vector` column to `articles`.\n"),
+        "{l}"
+    );
+    assert!(l.contains("ix_articles_search"), "{l}");
+    assert!(l.contains("must be disabled during bulk imports"), "{l}");
+    // themis → * shows no tests: the sentence is the only place they are.
+    let l = lines("themis", "hermes");
+    assert!(l.contains("All 18 tests passed."), "{l}");
+}
+
+#[test]
 fn standard_and_aggressive_lines() {
     let config = Config::default();
     let s = DeterministicSummarizer::new(&config);
