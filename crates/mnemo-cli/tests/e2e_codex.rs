@@ -51,7 +51,12 @@ fn turn_status(step: &Value) -> Option<String> {
 
 #[test]
 fn codex_strict_deny_holds_the_override_allows_and_the_users_turn_ends_an_auto_deny() {
-    let Some(dir) = common::run_session("codex", "Codex CLI", "codex_session.sh") else {
+    let Some(dir) = common::run_session(
+        "codex",
+        "Codex CLI",
+        common::CODEX_VERSION,
+        "codex_session.sh",
+    ) else {
         return;
     };
     let w = dir.path();

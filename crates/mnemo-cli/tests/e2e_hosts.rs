@@ -19,7 +19,12 @@ fn result(w: &Path, name: &str) -> Value {
 
 #[test]
 fn claude_code_strict_deny_holds_through_two_compacts_and_the_override_allows() {
-    let Some(dir) = common::run_session("claude", "Claude Code", "claude_session.sh") else {
+    let Some(dir) = common::run_session(
+        "claude",
+        "Claude Code",
+        common::CLAUDE_CODE_VERSION,
+        "claude_session.sh",
+    ) else {
         return;
     };
     let w = dir.path();
@@ -111,7 +116,12 @@ fn hook_inputs(w: &Path, name: &str) -> Vec<Value> {
 
 #[test]
 fn claude_code_trail_reaches_the_compactor_and_comes_back_auto_deny_and_user_turn() {
-    let Some(dir) = common::run_session("claude", "Claude Code", "claude_trail_session.sh") else {
+    let Some(dir) = common::run_session(
+        "claude",
+        "Claude Code",
+        common::CLAUDE_CODE_VERSION,
+        "claude_trail_session.sh",
+    ) else {
         return;
     };
     let w = dir.path();

@@ -367,6 +367,56 @@ fn transcripts_are_read_from_the_last_boundary_in_bounded_memory() {
 }
 
 #[test]
+fn a_transcript_too_long_to_read_whole_is_judged_by_its_end() {
+    // Observed 4 through the hook itself: a transcript over the whole-read
+    // limit is read line by line; the untrusted fetch at its very end, after
+    // 20 MiB of ordinary history and no boundary, decides. A reader that
+    // stops short of the end (the old `take(MAX_TRANSCRIPT)` from the start)
+    // sees only typed words and allows.
+    use mnemo_hooks::io::KEEP_MAX_BYTES;
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("t.jsonl");
+    let chunk = history(1000);
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&p).unwrap());
+    let mut n = 0u64;
+    while n <= KEEP_MAX_BYTES + (4 << 20) {
+        f.write_all(chunk.as_bytes()).unwrap();
+        n += chunk.len() as u64;
+    }
+    f.write_all(web_fetch(1).as_bytes()).unwrap();
+    f.into_inner().unwrap().sync_all().unwrap();
+    assert!(std::fs::metadata(&p).unwrap().len() > KEEP_MAX_BYTES + (4 << 20));
+    let input = serde_json::json!({"session_id": "s-long", "transcript_path": p,
+        "hook_event_name": "PreCompact", "trigger": "auto"})
+    .to_string();
+    let r = run_pre_compact(
+        Host::ClaudeCode,
+        BlockStyle::ExitCode,
+        &opts(&dir, None),
+        input.as_bytes(),
+    )
+    .unwrap();
+    assert_eq!(r.output.exit_code, 2, "{}", r.output.stderr);
+    assert_eq!(r.decision.cited_provenance_ids, ["r1#0"]);
+    // The user's message after it re-grounds: read to its end, allowed.
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&p)
+        .unwrap()
+        .write_all(typed("u-end", "ok, carry on").as_bytes())
+        .unwrap();
+    let r = run_pre_compact(
+        Host::ClaudeCode,
+        BlockStyle::ExitCode,
+        &opts(&dir, None),
+        input.as_bytes(),
+    )
+    .unwrap();
+    assert_eq!(r.output.exit_code, 0, "{}", r.output.stderr);
+}
+
+#[test]
 fn long_regions_are_folded_and_still_decided_by_their_tail() {
     // Issue #11 item 4: a region far over the collapse limit is held in a
     // few entries, and decided as the whole region would be.
