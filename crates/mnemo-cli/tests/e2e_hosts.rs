@@ -10,6 +10,7 @@
 mod common;
 
 use common::read;
+use mnemo_guardian::store::SessionStore;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -197,6 +198,28 @@ fn claude_code_trail_reaches_the_compactor_and_comes_back_auto_deny_and_user_tur
             .unwrap()
             .starts_with("claude-code:summary:"),
         "{lineage}"
+    );
+    // In the session store: one steps/postCompact, whose summary node is
+    // that id and derives from what the allowed PreCompact judged.
+    let mut store = mnemo_guardian_store::SqliteStore::open(&w.join("trail.sqlite3")).unwrap();
+    let steps = store.steps(&sid).unwrap();
+    let posts: Vec<_> = steps
+        .iter()
+        .filter(|s| s.method == "steps/postCompact")
+        .collect();
+    assert_eq!(posts.len(), 1, "{steps:?}");
+    let summary = posts[0]
+        .provenance
+        .iter()
+        .find(|p| Some(p.provenance_id.as_str()) == lineage["summary_id"].as_str())
+        .expect("the summary node under the kept id");
+    assert!(!summary.derived_from.is_empty(), "{summary:?}");
+    assert!(
+        !summary
+            .derived_from
+            .iter()
+            .any(|d| d == mnemo_hooks::claude::PRIOR_COMPACTION),
+        "lineage known: {summary:?}"
     );
     // The next model request carries the re-injected facts (SessionStart's
     // additionalContext with hookEventName SessionStart).
