@@ -248,3 +248,51 @@ fn codex_exec_stops_the_turn_on_a_deny_and_does_not_show_the_reason() {
         "codex exec now shows the hook's reason: update README and docs/guardian.md (Codex CLI)"
     );
 }
+
+#[test]
+fn a_project_install_is_trusted_by_codex() {
+    let Some(dir) = common::run_session(
+        "codex",
+        "Codex CLI",
+        common::CODEX_VERSION,
+        "codex_project_install.sh",
+    ) else {
+        return;
+    };
+    let w = dir.path();
+    assert_eq!(
+        read(w, "install.rc").trim(),
+        "0",
+        "{}",
+        read(w, "install.out")
+    );
+    assert_eq!(read(w, "driver.rc").trim(), "0");
+    let session: Value = serde_json::from_str(&read(w, "session.json")).unwrap();
+    let hooks: Vec<&Value> = session["hooks"]["result"]["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|d| d["hooks"].as_array().into_iter().flatten())
+        .filter(|h| h["command"].as_str().unwrap_or("").contains(" hook codex "))
+        .collect();
+    // Four handlers from the project layer, trusted with the hashes the
+    // install wrote into the user config (Codex reads trust only there).
+    assert_eq!(hooks.len(), 4, "{hooks:?}");
+    let user: toml::Value = toml::from_str(&read(w, "home/config.toml")).unwrap();
+    assert_eq!(
+        user["model"].as_str(),
+        Some("mock-model"),
+        "the user's keys kept"
+    );
+    let project = w.join("proj/.codex/config.toml");
+    for h in &hooks {
+        let key = h["key"].as_str().unwrap();
+        assert!(key.starts_with(&format!("{}:", project.display())), "{key}");
+        assert_eq!(h["trustStatus"], "trusted", "{h}");
+        assert_eq!(
+            user["hooks"]["state"][key]["trusted_hash"].as_str(),
+            h["currentHash"].as_str(),
+            "{key}"
+        );
+    }
+}
