@@ -116,3 +116,41 @@ fn the_pinned_versions_are_the_ones_ci_installs() {
         );
     }
 }
+
+#[test]
+fn a_missing_host_is_skipped_here_and_fails_under_ci() {
+    let r = std::panic::catch_unwind(|| {
+        run_session_at(
+            Path::new("/nonexistent/mnemo-host"),
+            "a probe host",
+            "30-hosts.sh",
+            "none.sh",
+        )
+        .is_none()
+    });
+    if mnemo_testkit::in_ci() {
+        assert!(r.is_err(), "under CI=true a missing host fails the test");
+    } else {
+        assert_eq!(r.ok(), Some(true), "SKIPPED elsewhere");
+    }
+}
+
+#[test]
+fn a_host_of_another_version_is_skipped_here_and_fails_under_ci() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let host = dir.path().join("claude");
+    std::fs::write(&host, "#!/bin/sh\necho '2.1.198 (Claude Code)'\n").unwrap();
+    std::fs::set_permissions(&host, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let r = std::panic::catch_unwind(|| is_pinned(&host, "a probe host", "2.1.197"));
+    if mnemo_testkit::in_ci() {
+        assert!(r.is_err(), "under CI=true another version fails the test");
+    } else {
+        assert_eq!(r.ok(), Some(false), "SKIPPED elsewhere");
+    }
+    assert_eq!(
+        std::panic::catch_unwind(|| is_pinned(&host, "a probe host", "2.1.198")).ok(),
+        Some(true),
+        "the pin is a word of the answer"
+    );
+}
