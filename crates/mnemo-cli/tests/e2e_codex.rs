@@ -5,7 +5,9 @@
 //! server (`tests/hosts/mock_openai.py`), inside `unshare -n` with only
 //! loopback up. The hooks are installed by `mnemo hook install codex`, so
 //! Codex itself checks our trusted hashes (it skips an untrusted hook
-//! silently). Under CI=true a missing host, `unshare` or python3 fails the
+//! silently). A second test drives `codex exec` (`tests/hosts/codex_exec_session.sh`)
+//! and records what it shows of a deny. Under CI=true a missing host (or
+//! one that is not the pinned version), `unshare` or python3 fails the
 //! test; elsewhere it is SKIPPED.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -51,7 +53,12 @@ fn turn_status(step: &Value) -> Option<String> {
 
 #[test]
 fn codex_strict_deny_holds_the_override_allows_and_the_users_turn_ends_an_auto_deny() {
-    let Some(dir) = common::run_session("codex", "Codex CLI", "codex_session.sh") else {
+    let Some(dir) = common::run_session(
+        "codex",
+        "Codex CLI",
+        common::CODEX_VERSION,
+        "codex_session.sh",
+    ) else {
         return;
     };
     let w = dir.path();
@@ -185,4 +192,107 @@ fn codex_strict_deny_holds_the_override_allows_and_the_users_turn_ends_an_auto_d
         mnemo_hooks::codex::summary_id(v["payload"]["message"].as_str().unwrap()),
         "the id the next PreCompact derives the summary from"
     );
+}
+
+#[test]
+fn codex_exec_stops_the_turn_on_a_deny_and_does_not_show_the_reason() {
+    let Some(dir) = common::run_session(
+        "codex",
+        "Codex CLI",
+        common::CODEX_VERSION,
+        "codex_exec_session.sh",
+    ) else {
+        return;
+    };
+    let w = dir.path();
+    assert_eq!(
+        read(w, "install.rc").trim(),
+        "0",
+        "{}",
+        read(w, "install.out")
+    );
+    assert_eq!(read(w, "e1.rc").trim(), "0", "{}", read(w, "e1.err"));
+    // The mid-turn auto compaction after the untrusted search is denied:
+    // the turn stops (exit 1) and nothing is compacted.
+    let shown = read(w, "e2.out") + &read(w, "e2.err");
+    assert_eq!(read(w, "e2.rc").trim(), "1", "{shown}");
+    assert!(shown.contains("hook: PreCompact Stopped"), "{shown}");
+    assert!(shown.contains("turn interrupted"), "{shown}");
+    let answers: Vec<Value> = read(w, "hook.stdout")
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let deny = answers
+        .iter()
+        .find(|a| a["continue"] == false)
+        .expect("the hook denied");
+    let reason = deny["systemMessage"].as_str().unwrap();
+    assert!(
+        reason.starts_with("mnemo guardian blocked compaction"),
+        "{deny}"
+    );
+    assert_eq!(deny["stopReason"], reason);
+    let transcript = PathBuf::from(read(w, "transcript_path").trim());
+    let text = std::fs::read_to_string(&transcript).unwrap();
+    assert!(
+        !text.contains("\"type\":\"compacted\""),
+        "denied: nothing compacted"
+    );
+    // What Codex 0.171.0's `codex exec` shows of a PreCompact stop: only
+    // "hook: PreCompact Stopped" and "turn interrupted"; neither the
+    // stopReason nor the systemMessage (nor the hook's stderr) is printed,
+    // in text or `--json` output. The reason reaches app-server clients
+    // (hook/completed entries, the test above) and the session store.
+    assert!(
+        !shown.contains("mnemo guardian blocked compaction"),
+        "codex exec now shows the hook's reason: update README and docs/guardian.md (Codex CLI)"
+    );
+}
+
+#[test]
+fn a_project_install_is_trusted_by_codex() {
+    let Some(dir) = common::run_session(
+        "codex",
+        "Codex CLI",
+        common::CODEX_VERSION,
+        "codex_project_install.sh",
+    ) else {
+        return;
+    };
+    let w = dir.path();
+    assert_eq!(
+        read(w, "install.rc").trim(),
+        "0",
+        "{}",
+        read(w, "install.out")
+    );
+    assert_eq!(read(w, "driver.rc").trim(), "0");
+    let session: Value = serde_json::from_str(&read(w, "session.json")).unwrap();
+    let hooks: Vec<&Value> = session["hooks"]["result"]["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|d| d["hooks"].as_array().into_iter().flatten())
+        .filter(|h| h["command"].as_str().unwrap_or("").contains(" hook codex "))
+        .collect();
+    // Four handlers from the project layer, trusted with the hashes the
+    // install wrote into the user config (Codex reads trust only there).
+    assert_eq!(hooks.len(), 4, "{hooks:?}");
+    let user: toml::Value = toml::from_str(&read(w, "home/config.toml")).unwrap();
+    assert_eq!(
+        user["model"].as_str(),
+        Some("mock-model"),
+        "the user's keys kept"
+    );
+    let project = w.join("proj/.codex/config.toml");
+    for h in &hooks {
+        let key = h["key"].as_str().unwrap();
+        assert!(key.starts_with(&format!("{}:", project.display())), "{key}");
+        assert_eq!(h["trustStatus"], "trusted", "{h}");
+        assert_eq!(
+            user["hooks"]["state"][key]["trusted_hash"].as_str(),
+            h["currentHash"].as_str(),
+            "{key}"
+        );
+    }
 }

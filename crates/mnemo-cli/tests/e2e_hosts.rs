@@ -10,6 +10,7 @@
 mod common;
 
 use common::read;
+use mnemo_guardian::store::SessionStore;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -19,7 +20,12 @@ fn result(w: &Path, name: &str) -> Value {
 
 #[test]
 fn claude_code_strict_deny_holds_through_two_compacts_and_the_override_allows() {
-    let Some(dir) = common::run_session("claude", "Claude Code", "claude_session.sh") else {
+    let Some(dir) = common::run_session(
+        "claude",
+        "Claude Code",
+        common::CLAUDE_CODE_VERSION,
+        "claude_session.sh",
+    ) else {
         return;
     };
     let w = dir.path();
@@ -111,7 +117,12 @@ fn hook_inputs(w: &Path, name: &str) -> Vec<Value> {
 
 #[test]
 fn claude_code_trail_reaches_the_compactor_and_comes_back_auto_deny_and_user_turn() {
-    let Some(dir) = common::run_session("claude", "Claude Code", "claude_trail_session.sh") else {
+    let Some(dir) = common::run_session(
+        "claude",
+        "Claude Code",
+        common::CLAUDE_CODE_VERSION,
+        "claude_trail_session.sh",
+    ) else {
         return;
     };
     let w = dir.path();
@@ -187,6 +198,28 @@ fn claude_code_trail_reaches_the_compactor_and_comes_back_auto_deny_and_user_tur
             .unwrap()
             .starts_with("claude-code:summary:"),
         "{lineage}"
+    );
+    // In the session store: one steps/postCompact, whose summary node is
+    // that id and derives from what the allowed PreCompact judged.
+    let mut store = mnemo_guardian_store::SqliteStore::open(&w.join("trail.sqlite3")).unwrap();
+    let steps = store.steps(&sid).unwrap();
+    let posts: Vec<_> = steps
+        .iter()
+        .filter(|s| s.method == "steps/postCompact")
+        .collect();
+    assert_eq!(posts.len(), 1, "{steps:?}");
+    let summary = posts[0]
+        .provenance
+        .iter()
+        .find(|p| Some(p.provenance_id.as_str()) == lineage["summary_id"].as_str())
+        .expect("the summary node under the kept id");
+    assert!(!summary.derived_from.is_empty(), "{summary:?}");
+    assert!(
+        !summary
+            .derived_from
+            .iter()
+            .any(|d| d == mnemo_hooks::claude::PRIOR_COMPACTION),
+        "lineage known: {summary:?}"
     );
     // The next model request carries the re-injected facts (SessionStart's
     // additionalContext with hookEventName SessionStart).

@@ -12,7 +12,10 @@
 //! results take their origin from the tool's name ([`super::tool_origin`]);
 //! assistant text is `agent_generated`. `attachment` lines put content into
 //! the context without a tool call; each kind has an origin and a source id
-//! ([`attachment_origin`]).
+//! ([`attachment_origin`]). A message the host did not get from the user's
+//! keyboard carries an `origin` (a `user` line, a `queued_command`
+//! attachment: an MCP server's channel, another agent, a task
+//! notification): it is never `user_input` ([`sent_by_origin`]).
 //!
 //! **Compaction boundaries.** Only lines after the last `compact_boundary`
 //! are about to be compacted, plus the messages that boundary preserved
@@ -116,6 +119,7 @@ struct Facts<'a> {
     attachment: Option<Attachment>,
     preserved: Option<Preserved>,
     prompt_id: Option<CowStr<'a>>,
+    origin: Option<SentBy>,
 }
 
 #[derive(Debug, Default)]
@@ -172,6 +176,111 @@ pub struct Attachment {
     /// `hook_additional_context`: the hook event.
     #[serde(rename = "hookEvent", default)]
     pub hook_event: Option<String>,
+    /// `queued_command`: how it was queued (`prompt`, `task-notification`).
+    #[serde(rename = "commandMode", default)]
+    pub command_mode: Option<String>,
+    /// `queued_command`: the host's own, not typed (`isMeta`).
+    #[serde(rename = "isMeta", default)]
+    pub is_meta: Option<bool>,
+    /// `queued_command`: who sent it (absent, or kind `human`: the user).
+    #[serde(default)]
+    pub origin: Option<SentBy>,
+    /// `queued_command`: the first bytes of its text ([`prompt_head`]).
+    #[serde(default, deserialize_with = "prompt_head_de")]
+    pub prompt: Option<String>,
+}
+
+/// The `origin` Claude Code puts on a message it did not get from the
+/// user's keyboard (a `user` line, a `queued_command`): `kind` `human`
+/// (or no `origin`) is the user; `channel` (an MCP server's push, with
+/// `server`), `peer` / `coordinator` (another agent), `task-notification`,
+/// `auto-continuation`, … are not.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Deserialize)]
+pub struct SentBy {
+    /// `human`, `channel`, `peer`, `coordinator`, `task-notification`, …
+    #[serde(default)]
+    pub kind: Option<String>,
+    /// `channel`: the MCP server.
+    #[serde(default)]
+    pub server: Option<String>,
+}
+
+impl SentBy {
+    fn of(v: &Value) -> Option<SentBy> {
+        let o = v.as_object()?;
+        let s = |k: &str| o.get(k).and_then(Value::as_str).map(str::to_string);
+        Some(SentBy {
+            kind: s("kind"),
+            server: s("server"),
+        })
+    }
+}
+
+/// The first [`PREFIX`] bytes of a queued command's text: the string, or
+/// the first `text` block of a block list.
+pub fn prompt_head(v: &Value) -> Option<String> {
+    let t = match v {
+        Value::String(t) => t.as_str(),
+        Value::Array(items) => items
+            .iter()
+            .find(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+            .and_then(|b| b.get("text"))
+            .and_then(Value::as_str)?,
+        _ => return None,
+    };
+    Some(Prefix::of(t).as_str().to_string())
+}
+
+fn prompt_head_de<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    Ok(Option::<Value>::deserialize(d)?
+        .as_ref()
+        .and_then(prompt_head))
+}
+
+/// Origin and source id of a message `origin` that is not the user's
+/// (`None`: absent, or kind `human`). Content pushed by an MCP server's
+/// channel is `tool_output` from that server (as its tools and resources
+/// are); another agent's message `a2a_inbound`; a task notification
+/// `tool_output`; the host's own continuations `system`; an unknown kind
+/// `tool_output` (untrusted by default). None of them re-grounds.
+pub fn sent_by_origin(o: Option<&SentBy>) -> Option<(Origin, String)> {
+    let kind = o?.kind.as_deref().unwrap_or("human");
+    Some(match kind {
+        "human" => return None,
+        "channel" => (
+            Origin::ToolOutput,
+            o.and_then(|o| o.server.clone())
+                .unwrap_or_else(|| "claude-code:channel".into()),
+        ),
+        "peer" | "coordinator" => (Origin::A2aInbound, "claude-code:peer".into()),
+        "task-notification" => (Origin::ToolOutput, "claude-code:task-notification".into()),
+        "auto-continuation" | "scheduled" => (Origin::System, "claude-code:host".into()),
+        other => (Origin::ToolOutput, format!("claude-code:origin:{other}")),
+    })
+}
+
+/// Origin and source id of a `queued_command` attachment (a message that
+/// reached the context while a turn ran): the user's own words only when
+/// queued as a prompt, sent by no one else, not the host's (`isMeta`), and
+/// not a host line shape ([`user_text_origin`]), as Claude Code itself
+/// tells a human turn.
+fn queued_origin(a: &Attachment) -> (Origin, String) {
+    if a.command_mode.as_deref() == Some("task-notification") {
+        return (Origin::ToolOutput, "claude-code:task-notification".into());
+    }
+    if let Some(sent) = sent_by_origin(a.origin.as_ref()) {
+        return sent;
+    }
+    if a.is_meta == Some(true) {
+        return (Origin::System, "claude-code:meta".into());
+    }
+    match a.prompt.as_deref() {
+        Some(t) => {
+            let (o, src) = user_text_origin(t);
+            (o, src.to_string())
+        }
+        None => (Origin::UserInput, "claude-code:user".into()),
+    }
 }
 
 /// The messages a `compact_boundary` kept verbatim.
@@ -202,6 +311,15 @@ struct TypedLine<'a> {
     compact_metadata: Option<CompactMeta>,
     #[serde(rename = "promptId", borrow, default)]
     prompt_id: Option<CowStr<'a>>,
+    #[serde(default, deserialize_with = "sent_by_de")]
+    origin: Option<SentBy>,
+}
+
+/// `origin` as [`SentBy::of`] reads it from a `Value` (an object, else none).
+fn sent_by_de<'de, D: Deserializer<'de>>(d: D) -> Result<Option<SentBy>, D::Error> {
+    Ok(Option::<Value>::deserialize(d)?
+        .as_ref()
+        .and_then(SentBy::of))
 }
 
 #[derive(Deserialize)]
@@ -288,6 +406,7 @@ fn typed(line: &str) -> Option<Facts<'_>> {
         attachment: t.attachment,
         preserved: t.compact_metadata.and_then(CompactMeta::preserved),
         prompt_id: t.prompt_id,
+        origin: t.origin,
     })
 }
 
@@ -324,6 +443,10 @@ fn lenient(v: &Value) -> Facts<'static> {
         uri: s(a.get("uri")),
         hook_name: s(a.get("hookName")),
         hook_event: s(a.get("hookEvent")),
+        command_mode: s(a.get("commandMode")),
+        is_meta: a.get("isMeta").and_then(Value::as_bool),
+        origin: a.get("origin").and_then(SentBy::of),
+        prompt: a.get("prompt").and_then(prompt_head),
     });
     let preserved = v
         .get("compactMetadata")
@@ -340,6 +463,7 @@ fn lenient(v: &Value) -> Facts<'static> {
         attachment,
         preserved,
         prompt_id: s(v.get("promptId")).map(|x| CowStr(Cow::Owned(x))),
+        origin: v.get("origin").and_then(SentBy::of),
     }
 }
 
@@ -373,7 +497,8 @@ pub fn user_text_origin(text: &str) -> (Origin, &'static str) {
 /// file, a directory, an IDE selection, an MCP resource, a hook or another
 /// agent is untrusted by default (as the same content read through a tool
 /// would be); the host's own reminders and the user's memory files are
-/// `system`; a command the user queued is `user_input`. An unknown kind is
+/// `system`; a command the user queued is `user_input`, other queued
+/// messages as [`sent_by_origin`] says ([`queued_origin`]). An unknown kind is
 /// `tool_output` (untrusted by default), never dropped.
 ///
 /// Source ids: `file:<path>`, `mcp__<server>` style server name for
@@ -413,7 +538,7 @@ pub fn attachment_origin(a: &Attachment) -> (Origin, String) {
         "teammate_mailbox" | "teammate_shutdown_batch" => {
             (Origin::A2aInbound, "claude-code:teammate".into())
         }
-        "queued_command" => (Origin::UserInput, "claude-code:user".into()),
+        "queued_command" => queued_origin(a),
         "nested_memory" | "memory" | "claude_md" => (Origin::System, "claude-code:memory".into()),
         "todo"
         | "todo_reminder"
@@ -500,7 +625,11 @@ impl Mapper {
             return;
         }
         let kind = l.kind().unwrap_or("");
-        if matches!(kind, "system" | "attachment") {
+        // mnemo-trail's parse does not read a user line's `origin`
+        // (a message that is not the user's): such a line is read here.
+        if matches!(kind, "system" | "attachment")
+            || (kind == "user" && memchr::memmem::find(line.as_bytes(), b"\"origin\"").is_some())
+        {
             return self.line(line, lineno);
         }
         fn cow(x: &str) -> CowStr<'_> {
@@ -534,6 +663,7 @@ impl Mapper {
             attachment: None,
             preserved: None,
             prompt_id: l.prompt_id().map(cow),
+            origin: None,
         };
         self.facts(facts, lineno);
     }
@@ -618,8 +748,11 @@ impl Mapper {
                 self.entries.push(entry(step, vec![(o, Some(src))]));
             }
             "user" => {
+                let sent = sent_by_origin(facts.origin.as_ref());
                 let meta = |(o, src): (Origin, &'static str)| {
-                    if facts.is_meta {
+                    if let Some((o, src)) = &sent {
+                        (*o, Some(src.clone()))
+                    } else if facts.is_meta {
                         (Origin::System, Some("claude-code:meta".to_string()))
                     } else {
                         (o, Some(src.to_string()))
@@ -837,6 +970,14 @@ mod tests {
             r#"{"type":"progress","uuid":"p9","promptId":"p3"}"#,
             r#"{"type":"system","subtype":"informational","uuid":"s9","content":"x"}"#,
             r#"{"type":"attachment","uuid":"at4","attachment":{"type":"hook_additional_context","hookName":"h","content":["x"]}}"#,
+            r#"{"type":"attachment","uuid":"q1","attachment":{"type":"queued_command","prompt":"go on","commandMode":"prompt"}}"#,
+            r#"{"type":"attachment","uuid":"q2","attachment":{"type":"queued_command","prompt":[{"type":"image"},{"type":"text","text":"<task-notification>"}],"commandMode":"task-notification"}}"#,
+            r#"{"type":"attachment","uuid":"q3","attachment":{"type":"queued_command","prompt":"x","origin":{"kind":"channel","server":"s"},"isMeta":true}}"#,
+            r#"{"type":"attachment","uuid":"q4","attachment":{"type":"queued_command","prompt":7,"origin":"human","isMeta":"no"}}"#,
+            r#"{"type":"user","uuid":"o1","isMeta":true,"origin":{"kind":"peer"},"message":{"content":"from a peer"}}"#,
+            r#"{"type":"user","uuid":"o2","origin":{"kind":"human"},"message":{"content":[{"type":"text","text":"typed"}]}}"#,
+            r#"{"type":"user","uuid":"o3","origin":5,"message":{"content":"odd origin"}}"#,
+            r#"{"type":"user","uuid":"o4","message":{"content":[{"type":"tool_result","tool_use_id":"t9","content":"{\"origin\": 1}"}]}}"#,
         ];
         let (entries, bad) = both(&cases);
         assert_eq!(bad, 2, "not json, and the line after a form feed");
