@@ -1,4 +1,4 @@
-# The real agent hosts for the hook end-to-end tests (crates/mnemo-hooks/tests/e2e_hosts.rs):
+# The real agent hosts for the hook end-to-end tests (crates/mnemo-cli/tests/e2e_hosts.rs):
 # Claude Code and Codex CLI from npm, pinned. Their native binaries come in
 # optional platform packages (@anthropic-ai/claude-code-linux-x64,
 # @openai/codex-linux-x64), which npm installs beside them. The tests drive
