@@ -30,6 +30,12 @@ use mnemo_scrub::Scrubber;
 use parse::{Call, Event, FileAction, HostKind};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
+
+/// The extractor's tables: keyed by transcript text, so hashed with a
+/// per-process random seed (foldhash's, a few times cheaper than std's
+/// SipHash on these short keys); their order is never shown (facts are
+/// sorted).
+type Map<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 use text::Class;
 
 /// The default token budget of a trail (o200k).
@@ -212,16 +218,16 @@ pub struct Extractor {
     host: Option<HostKind>,
     cwd: Option<String>,
     /// Commands waiting for their result, by call id.
-    pending: HashMap<String, String>,
-    files: HashMap<String, FileState>,
-    commands: HashMap<String, CmdState>,
-    sentences: HashMap<String, SentState>,
+    pending: Map<String, String>,
+    files: Map<String, FileState>,
+    commands: Map<String, CmdState>,
+    sentences: Map<String, SentState>,
     capped: usize,
     lines: usize,
     bad_lines: usize,
     boundaries: usize,
     /// [`text::classify`] of sentences seen, by writer (assistant, user).
-    classes: [HashMap<Box<str>, Option<Class>>; 2],
+    classes: [Map<Box<str>, Option<Class>>; 2],
 }
 
 impl Extractor {

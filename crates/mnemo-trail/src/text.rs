@@ -31,17 +31,24 @@ pub enum Class {
 /// case-folded letter, which can match outside ASCII).
 struct Pattern {
     src: &'static str,
+    /// The pre-check as written; [`checks`] computes it (the unit tests
+    /// compare both).
+    #[cfg_attr(not(test), allow(dead_code))]
     may_match: fn(&[u8]) -> bool,
+    /// The bit of [`checks`] that computes `may_match` (with the others,
+    /// in one pass over the sentence).
+    bit: u16,
     literal: bool,
     ascii: OnceLock<Regex>,
     unicode: OnceLock<Regex>,
 }
 
 impl Pattern {
-    const fn new(src: &'static str, may_match: fn(&[u8]) -> bool) -> Pattern {
+    const fn new(src: &'static str, may_match: fn(&[u8]) -> bool, bit: u16) -> Pattern {
         Pattern {
             src,
             may_match,
+            bit,
             literal: false,
             ascii: OnceLock::new(),
             unicode: OnceLock::new(),
@@ -49,10 +56,11 @@ impl Pattern {
     }
 
     /// A pattern whose pre-check holds for any sentence.
-    const fn literal(src: &'static str, may_match: fn(&[u8]) -> bool) -> Pattern {
+    const fn literal(src: &'static str, may_match: fn(&[u8]) -> bool, bit: u16) -> Pattern {
         Pattern {
             src,
             may_match,
+            bit,
             literal: true,
             ascii: OnceLock::new(),
             unicode: OnceLock::new(),
@@ -69,18 +77,170 @@ impl Pattern {
     }
 
     /// The regex to run on `haystack`; `None` when it cannot match.
+    #[cfg(test)]
     fn for_haystack(&self, haystack: &str) -> Option<&Regex> {
-        let ascii = haystack.is_ascii();
-        if (ascii || self.literal) && !(self.may_match)(haystack.as_bytes()) {
-            return None;
-        }
-        Some(self.regex(!ascii))
+        self.for_checked(&Checked::new(haystack))
     }
 
-    fn is_match(&self, haystack: &str) -> bool {
-        self.for_haystack(haystack)
-            .is_some_and(|re| re.is_match(haystack))
+    /// [`Pattern::for_haystack`] of a sentence whose pre-checks ran.
+    fn for_checked(&self, c: &Checked<'_>) -> Option<&Regex> {
+        if (c.ascii || self.literal) && c.flags & self.bit == 0 {
+            return None;
+        }
+        Some(self.regex(!c.ascii))
     }
+
+    fn is_match(&self, c: &Checked<'_>) -> bool {
+        self.for_checked(c).is_some_and(|re| re.is_match(c.text))
+    }
+}
+
+/// A sentence and what one pass over its bytes found ([`checks`]).
+struct Checked<'a> {
+    text: &'a str,
+    ascii: bool,
+    flags: u16,
+}
+
+impl<'a> Checked<'a> {
+    fn new(text: &'a str) -> Checked<'a> {
+        let (ascii, flags) = checks(text.as_bytes());
+        Checked { text, ascii, flags }
+    }
+}
+
+/// Bits of [`checks`]: one a pattern.
+const C_CONSTRAINT: u16 = 1;
+const C_DECISION: u16 = 1 << 1;
+const C_BLOCKER: u16 = 1 << 2;
+const C_METHOD: u16 = 1 << 3;
+const C_URL: u16 = 1 << 4;
+const C_HOST_PORT: u16 = 1 << 5;
+const C_PATH: u16 = 1 << 6;
+const C_ENV: u16 = 1 << 7;
+const C_FLAG: u16 = 1 << 8;
+const C_TABLE: u16 = 1 << 9;
+const C_CODE: u16 = 1 << 10;
+const C_NUMBER: u16 = 1 << 11;
+
+/// The word lists of the patterns whose pre-check is a [`Words`] test
+/// (or `has_ci`, for `table`), with their bits.
+static WORD_SETS: [(&Words, u16); 4] = [
+    (&CONSTRAINT_WORDS, C_CONSTRAINT),
+    (&DECISION_WORDS, C_DECISION),
+    (&BLOCKER_WORDS, C_BLOCKER),
+    (&TABLE_WORDS, C_TABLE),
+];
+static TABLE_WORDS: Words = Words::new(&[b"table"]);
+
+/// Every needle of the [`WORD_SETS`] (at most 64), with its set's bit.
+const WORD_COUNT: usize = {
+    let mut n = 0;
+    let mut s = 0;
+    while s < WORD_SETS.len() {
+        n += WORD_SETS[s].0.needles.len();
+        s += 1;
+    }
+    n
+};
+static WORD_LIST: [(&[u8], u16); WORD_COUNT] = {
+    let mut t: [(&[u8], u16); WORD_COUNT] = [(b"", 0); WORD_COUNT];
+    let mut j = 0;
+    let mut s = 0;
+    while s < WORD_SETS.len() {
+        let (w, bit) = WORD_SETS[s];
+        let mut i = 0;
+        while i < w.needles.len() {
+            t[j] = (w.needles[i], bit);
+            j += 1;
+            i += 1;
+        }
+        s += 1;
+    }
+    t
+};
+/// For each byte (lower-cased), the needles of [`WORD_LIST`] that start
+/// with it (bit `j`: needle `j`).
+static WORD_STARTS: [u64; 256] = {
+    assert!(WORD_COUNT <= 64);
+    let mut t = [0u64; 256];
+    let mut j = 0;
+    while j < WORD_COUNT {
+        t[WORD_LIST[j].0[0] as usize] |= 1 << j;
+        j += 1;
+    }
+    t
+};
+/// For each bit of [`checks`], the needles of [`WORD_LIST`] in its set.
+static SET_NEEDLES: [u64; 16] = {
+    let mut t = [0u64; 16];
+    let mut b = 0;
+    while b < 16 {
+        t[b] = needles_of(1 << b);
+        b += 1;
+    }
+    t
+};
+const fn needles_of(bit: u16) -> u64 {
+    let mut m = 0u64;
+    let mut j = 0;
+    while j < WORD_COUNT {
+        if WORD_LIST[j].1 == bit {
+            m |= 1 << j;
+        }
+        j += 1;
+    }
+    m
+}
+
+/// Every pattern's pre-check (`may_match`) in one pass over `h`, and
+/// whether `h` is ASCII: the bit of a pattern is set exactly when its
+/// `may_match` holds (the unit tests compare both).
+fn checks(h: &[u8]) -> (bool, u16) {
+    let mut f = 0u16;
+    let mut ascii = true;
+    let mut live = u64::MAX;
+    let at = |i: usize| h.get(i).copied().unwrap_or(0);
+    for (i, &b) in h.iter().enumerate() {
+        match b {
+            b'0'..=b'9' => f |= C_NUMBER,
+            b'/' => {
+                f |= C_PATH;
+                if i > 0 && h[i - 1] == b' ' {
+                    f |= C_METHOD;
+                }
+            }
+            b':' => {
+                let n = at(i + 1);
+                if n.is_ascii_digit() {
+                    f |= C_HOST_PORT;
+                } else if n == b'/' && at(i + 2) == b'/' {
+                    f |= C_URL;
+                }
+            }
+            b'.' if EXTENSION_STARTS.contains(&at(i + 1)) => f |= C_PATH,
+            b'_' => f |= C_ENV,
+            b'-' if at(i + 1) == b'-' => f |= C_FLAG,
+            b'`' => f |= C_CODE,
+            128.. => ascii = false,
+            _ => {}
+        }
+        let mut m = WORD_STARTS[usize::from(b.to_ascii_lowercase())] & live;
+        while m != 0 {
+            let j = m.trailing_zeros() as usize;
+            m &= m - 1;
+            let (n, bit) = WORD_LIST[j];
+            if h.get(i + 1..i + n.len())
+                .is_some_and(|w| w.eq_ignore_ascii_case(&n[1..]))
+            {
+                // One needle of a set is enough: the set's others go.
+                f |= bit;
+                live &= !SET_NEEDLES[usize::from(bit.trailing_zeros() as u8)];
+                m &= live;
+            }
+        }
+    }
+    (ascii, f)
 }
 
 /// A list of needles (lower-case ASCII, not empty) and the table of their
@@ -234,33 +394,40 @@ static BLOCKER_WORDS: Words = Words::new(&[
     b"oom",
 ]);
 
-static CONSTRAINT_RE: Pattern = Pattern::new(CONSTRAINT, |h| CONSTRAINT_WORDS.found_in(h));
-static DECISION_RE: Pattern = Pattern::new(DECISION, |h| DECISION_WORDS.found_in(h));
-static BLOCKER_RE: Pattern = Pattern::new(BLOCKER, |h| BLOCKER_WORDS.found_in(h));
+static CONSTRAINT_RE: Pattern =
+    Pattern::new(CONSTRAINT, |h| CONSTRAINT_WORDS.found_in(h), C_CONSTRAINT);
+static DECISION_RE: Pattern = Pattern::new(DECISION, |h| DECISION_WORDS.found_in(h), C_DECISION);
+static BLOCKER_RE: Pattern = Pattern::new(BLOCKER, |h| BLOCKER_WORDS.found_in(h), C_BLOCKER);
 /// The first letters of the extensions of [`ANCHORS`]' path pattern.
 const EXTENSION_STARTS: &[u8] = b"rptjgsymelch";
 /// [`ANCHORS`], each with what every match of it holds.
 static ANCHOR_RES: [Pattern; 9] = [
     // `METHOD /`
-    Pattern::literal(ANCHORS[0], |h| has(h, b" /")),
-    Pattern::literal(ANCHORS[1], |h| has(h, b"://")),
+    Pattern::literal(ANCHORS[0], |h| has(h, b" /"), C_METHOD),
+    Pattern::literal(ANCHORS[1], |h| has(h, b"://"), C_URL),
     // `:` and a digit
-    Pattern::new(ANCHORS[2], |h| {
-        h.windows(2).any(|w| w[0] == b':' && w[1].is_ascii_digit())
-    }),
+    Pattern::new(
+        ANCHORS[2],
+        |h| h.windows(2).any(|w| w[0] == b':' && w[1].is_ascii_digit()),
+        C_HOST_PORT,
+    ),
     // a directory's `/`, or an extension's `.` and its first letter (a
     // sentence's closing `.` alone compiles nothing)
-    Pattern::literal(ANCHORS[3], |h| {
-        h.contains(&b'/')
-            || h.windows(2)
-                .any(|w| w[0] == b'.' && EXTENSION_STARTS.contains(&w[1]))
-    }),
-    Pattern::literal(ANCHORS[4], |h| h.contains(&b'_')),
-    Pattern::literal(ANCHORS[5], |h| has(h, b"--")),
-    Pattern::new(ANCHORS[6], |h| has_ci(h, b"table")),
-    Pattern::literal(ANCHORS[7], |h| h.contains(&b'`')),
+    Pattern::literal(
+        ANCHORS[3],
+        |h| {
+            h.contains(&b'/')
+                || h.windows(2)
+                    .any(|w| w[0] == b'.' && EXTENSION_STARTS.contains(&w[1]))
+        },
+        C_PATH,
+    ),
+    Pattern::literal(ANCHORS[4], |h| h.contains(&b'_'), C_ENV),
+    Pattern::literal(ANCHORS[5], |h| has(h, b"--"), C_FLAG),
+    Pattern::new(ANCHORS[6], |h| has_ci(h, b"table"), C_TABLE),
+    Pattern::literal(ANCHORS[7], |h| h.contains(&b'`'), C_CODE),
     // every alternative starts with a digit (after an optional `v`)
-    Pattern::new(ANCHORS[8], |h| h.iter().any(u8::is_ascii_digit)),
+    Pattern::new(ANCHORS[8], |h| h.iter().any(u8::is_ascii_digit), C_NUMBER),
 ];
 
 #[cold]
@@ -285,9 +452,8 @@ pub fn sentences(text: &str) -> Vec<&str> {
         }
         let b = line.as_bytes();
         let mut start = 0;
-        let mut i = 0;
-        while i < b.len() {
-            if matches!(b[i], b'.' | b'!' | b'?') && i + 2 < b.len() && b[i + 1] == b' ' {
+        for i in memchr::memchr3_iter(b'.', b'!', b'?', b) {
+            if i + 2 < b.len() && b[i + 1] == b' ' {
                 let next = b[i + 2];
                 if next.is_ascii_uppercase() || next == b'"' || next == b'`' {
                     let s = line[start..=i].trim();
@@ -297,7 +463,6 @@ pub fn sentences(text: &str) -> Vec<&str> {
                     start = i + 2;
                 }
             }
-            i += 1;
         }
         let s = line[start..].trim();
         if !s.is_empty() {
@@ -310,16 +475,17 @@ pub fn sentences(text: &str) -> Vec<&str> {
 /// The class of a sentence; `user` says whether the user wrote it.
 /// `None`: chatter, not part of the trail.
 pub fn classify(sentence: &str, user: bool) -> Option<Class> {
-    if user && CONSTRAINT_RE.is_match(sentence) {
+    let c = Checked::new(sentence);
+    if user && CONSTRAINT_RE.is_match(&c) {
         return Some(Class::Constraint);
     }
-    if DECISION_RE.is_match(sentence) {
+    if DECISION_RE.is_match(&c) {
         return Some(Class::Decision);
     }
-    if !user && BLOCKER_RE.is_match(sentence) {
+    if !user && BLOCKER_RE.is_match(&c) {
         return Some(Class::Blocker);
     }
-    if has_anchor(sentence) {
+    if has_anchor(&c) {
         return Some(Class::Fact);
     }
     if user && sentence.split_whitespace().count() >= 3 {
@@ -331,9 +497,10 @@ pub fn classify(sentence: &str, user: bool) -> Option<Class> {
 /// The anchor test of a [`Class::Fact`]: whether [`anchors`] would find
 /// one, stopping at the first (a span [`anchors`] drops as contained in
 /// another or as a duplicate only goes when another is kept).
-fn has_anchor(sentence: &str) -> bool {
+fn has_anchor(c: &Checked<'_>) -> bool {
+    let sentence = c.text;
     ANCHOR_RES.iter().any(|p| {
-        p.for_haystack(sentence).is_some_and(|re| {
+        p.for_checked(c).is_some_and(|re| {
             re.find_iter(sentence)
                 .any(|m| anchor_text(sentence, m.start(), m.end()).is_some())
         })
@@ -360,7 +527,8 @@ fn anchor_text(sentence: &str, start: usize, end: usize) -> Option<(usize, usize
 /// duplicates.
 pub fn anchors(sentence: &str) -> Vec<String> {
     let mut spans: Vec<(usize, usize)> = Vec::new();
-    for re in ANCHOR_RES.iter().filter_map(|p| p.for_haystack(sentence)) {
+    let c = Checked::new(sentence);
+    for re in ANCHOR_RES.iter().filter_map(|p| p.for_checked(&c)) {
         for m in re.find_iter(sentence) {
             let Some((s, e)) = anchor_text(sentence, m.start(), m.end()) else {
                 continue;
@@ -558,14 +726,14 @@ mod tests {
             p.regex(false)
         ));
         assert!(std::ptr::eq(p.for_haystack("é").unwrap(), p.regex(true)));
-        assert!(!CONSTRAINT_RE.is_match("Nothing to see"));
-        assert!(CONSTRAINT_RE.is_match("Nothing to see, NEVER"));
+        assert!(!CONSTRAINT_RE.is_match(&Checked::new("Nothing to see")));
+        assert!(CONSTRAINT_RE.is_match(&Checked::new("Nothing to see, NEVER")));
     }
 
     proptest::proptest! {
         #[test]
         fn the_blocker_pattern_matches_where_it_did(s in words()) {
-            proptest::prop_assert_eq!(BLOCKER_RE.is_match(&s), reference().0.is_match(&s), "{:?}", s);
+            proptest::prop_assert_eq!(BLOCKER_RE.is_match(&Checked::new(&s)), reference().0.is_match(&s), "{:?}", s);
         }
 
         #[test]
@@ -592,6 +760,10 @@ mod tests {
             for (i, (a, p)) in a.iter().zip(all()).enumerate() {
                 let u = spans(p.regex(true), &s);
                 proptest::prop_assert_eq!(spans(a, &s), u.clone(), "pattern {} on {:?}", i, s);
+                // the one pass computes each pre-check exactly
+                let (ascii, flags) = checks(s.as_bytes());
+                proptest::prop_assert_eq!(ascii, s.is_ascii());
+                proptest::prop_assert_eq!(flags & p.bit != 0, (p.may_match)(s.as_bytes()), "pre-check {} on {:?}", i, s);
                 if (s.is_ascii() || p.literal) && !(p.may_match)(s.as_bytes()) {
                     proptest::prop_assert!(u.is_empty(), "pre-check of pattern {} on {:?}", i, s);
                 }
