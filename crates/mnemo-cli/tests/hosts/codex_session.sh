@@ -6,23 +6,7 @@
 # hashes included); a wrapper named `mnemo` keeps their stderr.
 set -u
 CODEX="$1"; MNEMO="$2"; W="$3"; HERE="$(cd "$(dirname "$0")" && pwd)"
-ip link set lo up
-mkdir -p "$W/home" "$W/proj" "$W/bin"
-python3 "$HERE/mock_openai.py" "$W/port" "$W/requests.jsonl" &
-MOCK=$!
-i=0; while [ ! -s "$W/port" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
-PORT=$(cat "$W/port")
-cat > "$W/home/config.toml" <<TOML
-model = "mock-model"
-model_provider = "mock"
-model_auto_compact_token_limit = 100000
-
-[model_providers.mock]
-name = "mock"
-base_url = "http://127.0.0.1:$PORT/v1"
-wire_api = "responses"
-env_key = "MOCK_API_KEY"
-TOML
+. "$HERE/codex_mock_setup.sh"
 cat > "$W/bin/mnemo" <<SH
 #!/bin/sh
 exec "$MNEMO" "\$@" 2>>"$W/hook.stderr"
