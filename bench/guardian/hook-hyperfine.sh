@@ -27,10 +27,7 @@
 # Env: RUNS (default 300), SLOW_RUNS (paths marked slow, none at present,
 # default 30), WARMUP (default 20). CALLGRIND=1: instead of timing, runs
 # each checked path once under `valgrind --tool=callgrind` and prints its
-# instruction count (Ir, whole process; repeatable under load); with
-# CALLGRIND_THREADS=1 also each thread's (a manual compaction builds the
-# trail on a second thread: the longest thread bounds the wall time on an
-# idle second core). COUNTS=1:
+# instruction count (Ir, whole process; repeatable under load). COUNTS=1:
 # instead of timing, runs each checked path COUNTS_RUNS times (default 20)
 # under GNU time and prints the medians of its page faults and peak RSS
 # (the process itself, no shell), also repeatable under load.
@@ -111,18 +108,7 @@ if [ -n "${CALLGRIND:-}" ]; then
     sh -c "valgrind --tool=callgrind --callgrind-out-file=$tmp/cg$i ${cmds[$i]}" >/dev/null 2>&1
     set -e
     ir="$(awk '/^(summary|totals):/ {print $2; exit}' "$tmp/cg$i")"
-    if [ -n "${CALLGRIND_THREADS:-}" ]; then
-      set +e
-      sh -c "valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file=$tmp/ct$i ${cmds[$i]}" >/dev/null 2>&1
-      set -e
-      per=""
-      for f in "$tmp/ct$i"-*; do
-        per="$per $(awk '/^(summary|totals):/ {print $2; exit}' "$f")"
-      done
-      echo "${names[$i]}: $ir Ir; threads:$per"
-    else
-      echo "${names[$i]}: $ir Ir"
-    fi
+    echo "${names[$i]}: $ir Ir"
   done
   exit 0
 fi

@@ -677,12 +677,6 @@ pub struct Kept {
     pub extractor: Option<mnemo_trail::Extractor>,
     /// Whether the last read fed `extractor` every line of the file.
     pub fed: bool,
-    /// Given, the transcript as the caller read it whole (at most
-    /// [`KEEP_MAX_BYTES`]), shared with a thread building the trail from
-    /// it: the first read takes these bytes instead of reading the file
-    /// (and leaves `bytes` empty); [`Kept::whole`] then says the decision
-    /// stands on them.
-    pub preread: Option<std::sync::Arc<Vec<u8>>>,
 }
 
 /// [`read_transcript_limits`] that reads a transcript of at most
@@ -711,25 +705,19 @@ pub fn read_transcript_keep(
         }
     };
     let mut local = Vec::new();
-    let (buf, extractor, mut kept_flags, pre) = match keep {
+    let (buf, extractor, mut kept_flags) = match keep {
         Some(k) => {
             k.whole = false;
             k.fed = false;
-            let pre = k.preread.take();
             (
                 &mut k.bytes,
                 k.extractor.as_mut(),
                 Some((&mut k.whole, &mut k.fed)),
-                pre,
             )
         }
-        None => (&mut local, None, None, None),
+        None => (&mut local, None, None),
     };
-    let limit = KEEP_MAX_BYTES.min(max_line as u64);
-    let whole = match pre.as_deref() {
-        Some(b) if b.len() as u64 <= limit => Some(&b[..]),
-        _ => read_small(&mut file, buf, limit),
-    };
+    let whole = read_small(&mut file, buf, KEEP_MAX_BYTES.min(max_line as u64));
     let (pattern, lookback): (&[u8], u64) = match host {
         Host::ClaudeCode => (b"\"compact_boundary\"", lookback),
         Host::Codex => (b"\"compacted\"", 0),

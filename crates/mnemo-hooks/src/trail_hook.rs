@@ -150,20 +150,6 @@ fn host_kind(host: Host) -> HostKind {
 /// PreCompact with the trail: the Guardian decides (as [`run_pre_compact`]);
 /// when it allows, the trail is printed in the host's format and stored.
 /// `budget: None` leaves the trail out (the plain Guardian hook).
-///
-/// At a Codex manual compaction (where an allow is expected) on a machine
-/// with four CPUs or more, the transcript is read once, whole, here, and
-/// the trail is built from those bytes on a second thread while the
-/// Guardian decides on the same bytes ([`Kept::preread`]); a deny drops the
-/// thread's work unused. (Claude Code's manual compaction parses each line
-/// once for both instead, on one thread: a second thread would need a
-/// second parse, ~16 % more work, which a busy machine pays for.)
-/// On a 2-CPU machine whose other CPU was busy (load average ~0.9) the
-/// thread measured no faster than one thread (Codex allow 4.94–5.20 ms vs
-/// 4.45–4.72 ms, `--release`, 1,000-line rollout), hence four CPUs.
-/// Elsewhere the trail is built after an allow, as
-/// [`run_pre_compact_with_trail_on`] with `ahead` false does: the same
-/// decision, output and trail either way.
 pub fn run_pre_compact_with_trail(
     host: Host,
     style: BlockStyle,
@@ -171,72 +157,17 @@ pub fn run_pre_compact_with_trail(
     input: impl Read,
     budget: Option<usize>,
 ) -> Result<HookRun, OpenError> {
-    let ahead = || std::thread::available_parallelism().is_ok_and(|n| n.get() >= 4);
-    run_pre_compact_with_trail_on(host, style, opts, input, budget, &ahead)
-}
-
-/// The transcript at `path` read whole, when it is at most
-/// [`crate::io::KEEP_MAX_BYTES`] long (`None`: longer, or not readable; the
-/// Guardian's own read then says why).
-fn read_whole(path: &Path) -> Option<Vec<u8>> {
-    let f = std::fs::File::open(path).ok()?;
-    let len = f.metadata().ok()?.len();
-    let max = crate::io::KEEP_MAX_BYTES.min(crate::io::MAX_LINE as u64);
-    if len > max {
-        return None;
-    }
-    let mut buf = Vec::with_capacity(len as usize + 1);
-    f.take(max + 1).read_to_end(&mut buf).ok()?;
-    (buf.len() as u64 <= max).then_some(buf)
-}
-
-/// The trail built on a second thread from the bytes the Guardian is about
-/// to read ([`run_pre_compact_with_trail`]).
-type Ahead = std::thread::JoinHandle<Result<Trail, String>>;
-
-/// [`run_pre_compact_with_trail`]; `ahead` says whether the trail may be
-/// built on a second thread while the Guardian decides (asked at a Codex
-/// manual compaction only; `false`: after the Guardian allowed, on this
-/// thread).
-pub fn run_pre_compact_with_trail_on(
-    host: Host,
-    style: BlockStyle,
-    opts: &GuardOptions,
-    input: impl Read,
-    budget: Option<usize>,
-    ahead: &dyn Fn() -> bool,
-) -> Result<HookRun, OpenError> {
     let mut buf = Vec::new();
     input.take(MAX_HOOK_INPUT).read_to_end(&mut buf)?;
     let Some(budget) = budget else {
         return run_pre_compact(host, style, opts, &buf[..]);
     };
-    let hook = parse_hook_input(&buf).unwrap_or_default();
-    let path = hook.transcript_path.as_deref().filter(|p| !p.is_empty());
-    let mut kept = Kept::default();
-    let mut thread: Option<Ahead> = None;
-    if host == Host::Codex
-        && hook.trigger.as_deref() == Some("manual")
-        && path.is_some()
-        && ahead()
-        && let Some(bytes) = path.and_then(|p| read_whole(Path::new(p)))
-    {
-        let bytes = std::sync::Arc::new(bytes);
-        let mine = std::sync::Arc::clone(&bytes);
-        let kind = host_kind(host);
-        if let Ok(h) = std::thread::Builder::new()
-            .name("mnemo-trail".into())
-            .spawn(move || trail_of_bytes(&mine, kind, budget))
-        {
-            thread = Some(h);
-            kept.preread = Some(bytes);
-        }
-    }
-    if thread.is_none() && host == Host::ClaudeCode {
-        // A transcript the Guardian reads whole is read once for both (a
-        // Claude Code one, where an allow is expected, parsed once for both).
-        kept.extractor = Some(Extractor::new(Some(host_kind(host))));
-    }
+    // A transcript the Guardian reads whole is read once for both (a
+    // Claude Code one, where an allow is expected, parsed once for both).
+    let mut kept = Kept {
+        extractor: (host == Host::ClaudeCode).then(|| Extractor::new(Some(host_kind(host)))),
+        ..Kept::default()
+    };
     let mut run = run_pre_compact_keep(
         host,
         style,
@@ -246,22 +177,14 @@ pub fn run_pre_compact_with_trail_on(
         Some(&mut kept),
     )?;
     if run.decision.verdict == Verdict::Deny {
-        // A thread still building the trail ends with the process.
         return Ok(run);
     }
-    let Some(path) = path else {
+    let hook = parse_hook_input(&buf).unwrap_or_default();
+    let Some(path) = hook.transcript_path.as_deref().filter(|p| !p.is_empty()) else {
         return Ok(run);
     };
-    let built = match thread {
-        // The Guardian decided on the bytes the thread reads: its trail is
-        // the one of that read (a later read, after the host wrote more,
-        // leaves `whole` false: the trail then reads the file itself).
-        Some(h) if kept.whole => h
-            .join()
-            .unwrap_or_else(|_| Err("the trail's thread stopped".to_string())),
-        _ => trail_of_read(kept, host_kind(host), budget)
-            .unwrap_or_else(|| trail_of_file(Path::new(path), host_kind(host), budget)),
-    };
+    let built = trail_of_read(kept, host_kind(host), budget)
+        .unwrap_or_else(|| trail_of_file(Path::new(path), host_kind(host), budget));
     let trail = match built {
         Ok(t) => t,
         Err(e) => {
@@ -551,98 +474,4 @@ pub fn run_session_start(opts: &GuardOptions, input: impl Read) -> Result<EventO
     }
     out.check = check;
     Ok(out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn golden(name: &str) -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../mnemo-trail/tests/golden/{name}"))
-    }
-
-    fn input(path: &Path, trigger: &str) -> Vec<u8> {
-        serde_json::json!({
-            "session_id": "s1",
-            "transcript_path": path,
-            "cwd": "/repo",
-            "hook_event_name": "PreCompact",
-            "trigger": trigger,
-        })
-        .to_string()
-        .into_bytes()
-    }
-
-    #[test]
-    fn the_trail_built_on_a_second_thread_is_the_one_built_after_the_decision() {
-        let opts = GuardOptions {
-            memory: true,
-            ..GuardOptions::default()
-        };
-        for (host, file) in [
-            (Host::ClaudeCode, "claude.jsonl"),
-            (Host::Codex, "codex.jsonl"),
-        ] {
-            let path = golden(file);
-            for trigger in ["manual", "auto"] {
-                let hook = input(&path, trigger);
-                let run = |ahead: bool| {
-                    run_pre_compact_with_trail_on(
-                        host,
-                        BlockStyle::ExitCode,
-                        &opts,
-                        &hook[..],
-                        Some(mnemo_trail::DEFAULT_BUDGET),
-                        &|| ahead,
-                    )
-                    .unwrap_or_else(|e| panic!("{e}"))
-                };
-                let (a, b) = (run(true), run(false));
-                assert_eq!(a.output, b.output, "{file} {trigger}");
-                assert_eq!(a.decision.verdict, b.decision.verdict, "{file} {trigger}");
-                if trigger == "manual" {
-                    assert_eq!(a.decision.verdict, Verdict::Allow, "{file}");
-                    let t = trail_of_file(&path, host_kind(host), mnemo_trail::DEFAULT_BUDGET)
-                        .unwrap_or_else(|e| panic!("{e}"));
-                    assert!(t.shown > 0, "{file}");
-                    let want = match host {
-                        Host::ClaudeCode => t.text,
-                        Host::Codex => {
-                            serde_json::json!({ "systemMessage": t.text }).to_string() + "\n"
-                        }
-                    };
-                    assert_eq!(a.output.stdout, want, "{file}");
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn a_transcript_read_ahead_is_the_guardians_read() {
-        let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let path = tmp.path().join("t.jsonl");
-        let line = br#"{"type":"user","uuid":"u1","message":{"content":"Never push to main; the API listens on port 8443."}}"#;
-        assert!(std::fs::write(&path, line).is_ok());
-        assert_eq!(read_whole(&path).as_deref(), Some(&line[..]));
-        assert_eq!(read_whole(&tmp.path().join("missing.jsonl")), None);
-        // The Guardian decides on the bytes given, not on the file: a file
-        // rewritten after the read does not change what was read.
-        let mut kept = Kept {
-            preread: Some(std::sync::Arc::new(line.to_vec())),
-            ..Kept::default()
-        };
-        assert!(std::fs::write(&path, b"not json\n").is_ok());
-        let t = crate::io::read_transcript_keep(
-            Host::ClaudeCode,
-            &path,
-            crate::io::MAX_LINE,
-            crate::io::LOOKBACK,
-            None,
-            Some(&mut kept),
-        );
-        assert!(kept.whole);
-        assert!(kept.preread.is_none());
-        assert_eq!(t.bad, 0);
-        assert_eq!(t.entries.len(), 1);
-    }
 }
