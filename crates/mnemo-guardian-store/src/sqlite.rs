@@ -878,12 +878,15 @@ mod tests {
     fn a_new_store_has_small_pages_and_an_old_one_keeps_its_own() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let fresh = dir.path().join("new.sqlite3");
-        let mut s = SqliteStore::open(&fresh).unwrap_or_else(|e| panic!("{e}"));
-        s.begin().unwrap_or_else(|e| panic!("{e}"));
-        s.append_chain("s", 1, "{}", &[1; 32])
-            .unwrap_or_else(|e| panic!("{e}"));
-        s.commit().unwrap_or_else(|e| panic!("{e}"));
-        drop(s);
+        // Opens the store at `path` and commits one chain entry.
+        let write_one = |path: &Path| {
+            let mut s = SqliteStore::open(path).unwrap_or_else(|e| panic!("{e}"));
+            s.begin().unwrap_or_else(|e| panic!("{e}"));
+            s.append_chain("s", 1, "{}", &[1; 32])
+                .unwrap_or_else(|e| panic!("{e}"));
+            s.commit().unwrap_or_else(|e| panic!("{e}"));
+        };
+        write_one(&fresh);
         assert_eq!(page_size_of(&fresh), i64::from(PAGE_SIZE));
 
         let old = dir.path().join("old.sqlite3");
@@ -892,12 +895,7 @@ mod tests {
             c.execute_batch("PRAGMA page_size=4096; PRAGMA journal_mode=WAL; CREATE TABLE t (x)")
                 .unwrap_or_else(|e| panic!("{e}"));
         }
-        let mut s = SqliteStore::open(&old).unwrap_or_else(|e| panic!("{e}"));
-        s.begin().unwrap_or_else(|e| panic!("{e}"));
-        s.append_chain("s", 1, "{}", &[1; 32])
-            .unwrap_or_else(|e| panic!("{e}"));
-        s.commit().unwrap_or_else(|e| panic!("{e}"));
-        drop(s);
+        write_one(&old);
         assert_eq!(page_size_of(&old), 4096);
         let s = SqliteStore::open(&old).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(
