@@ -1660,10 +1660,10 @@ mod tests {
         // second `; ` and its file with the line end.
         let row = section
             .lines()
-            .find(|l| l.starts_with("Mnemosyne: "))
+            .find(|l| l.starts_with("Mnemosyne "))
             .unwrap();
-        assert_eq!(row, "Mnemosyne: README.md; CHANGELOG.md", "{section}");
-        assert_eq!(out[1].1, tokens("Mnemosyne: README.md"));
+        assert_eq!(row, "Mnemosyne README.md; CHANGELOG.md", "{section}");
+        assert_eq!(out[1].1, tokens("Mnemosyne README.md"));
         assert_eq!(out[2].1, tokens("; CHANGELOG.md\n"));
         // The Budget's tokens out are the section's: the entries' figures
         // and the headings', up to one token where two parts meet (o200k

@@ -4,7 +4,7 @@
 //!   headings, Budget and Cross-References), with dense entries: an
 //!   expanded entry is one head line (`Agent title · fields · files`)
 //!   and its §4 lines under it, one a line without list markers, only the
-//!   gotcha labelled; a STANDARD entry is one line `Agent: text` (seed
+//!   gotcha labelled; a STANDARD entry is one line `Agent text` (seed
 //!   §4's one-line form), the gate's date is stated once and a
 //!   status only when it is not `complete`. The Budget states the o200k
 //!   tokens of the entries' input and of the Priority Entries written.
@@ -388,7 +388,7 @@ fn plain_line(l: &str) -> String {
 ///
 /// (a blank line before it; empty lines are left out; one line a line, as
 /// the seed's own entries are written, without list markers). A STANDARD entry is
-/// one line `Agent: sentence — files` (LOW: `Agent: files`).
+/// one line `Agent sentence — files` (LOW: `Agent files`).
 pub fn render_entry(e: &EntryView, zz_date: &str) -> String {
     let mut o = String::new();
     let bits = field_bits(e, zz_date);
@@ -444,12 +444,15 @@ pub fn render_entry(e: &EntryView, zz_date: &str) -> String {
     o
 }
 
-/// One line of the STANDARD section: `Agent: text` (seed §4's one-line
+/// One line of the STANDARD section: `Agent text` (seed §4's one-line
 /// templates `[agent] — <sentence> — <files>` / `[agent] — <files>`, in
-/// their cheapest readable spelling; see [`render_zz`]), on one line.
+/// their cheapest readable spelling; see [`render_zz`]), on one line. The
+/// agent's name opens the line as it opens an expanded entry's head line,
+/// with no separator after it (a token a row that tells the next agent
+/// nothing: the roster's names are known words).
 fn standard_line(agent: &str, text: &str) -> String {
     let one = |s: &str| s.split(['\n', '\r']).collect::<Vec<_>>().join(" ");
-    plain_line(&format!("{}: {}\n", one(agent), one(text)))
+    plain_line(&format!("{} {}\n", one(agent), one(text)))
 }
 
 /// The STANDARD section's lines, one an entry in order, except that an
@@ -554,10 +557,7 @@ pub fn priority_entries(entries: &[EntryView], xrefs: &[(RefId, NewRef)]) -> (St
         })
     };
     let mut pe = String::from("## Priority Entries\n");
-    for (critical, heading) in [
-        (true, "\n### CRITICAL (expanded)\n"),
-        (false, "\n### HIGH (2-line)\n"),
-    ] {
+    for (critical, heading) in [(true, "\n### CRITICAL\n"), (false, "\n### HIGH\n")] {
         let mut band = of_body(critical).peekable();
         if band.peek().is_some() {
             pe.push_str(heading);
@@ -575,10 +575,10 @@ pub fn priority_entries(entries: &[EntryView], xrefs: &[(RefId, NewRef)]) -> (St
     if !standard.is_empty() {
         // The seed writes these entries two ways: §4's templates are lines
         // (`[agent] — <sentence> — <files>`, `[agent] — <files>`), §8's
-        // example a table. mnemo follows §4, spelt `Agent: text`, one line
+        // example a table. mnemo follows §4, spelt `Agent text`, one line
         // an entry: no table header, delimiter row or pipes (59 o200k
         // tokens fewer on the tuning half of bench/quality, 61 on held-out).
-        pe.push_str("\n### STANDARD (1-line)\n");
+        pe.push_str("\n### STANDARD\n");
         let views: Vec<&EntryView> = standard.iter().map(|(_, e)| *e).collect();
         let (rows, of_rows) = standard_rows(&views, date);
         pe.push_str(&rows);
@@ -1078,29 +1078,29 @@ mod tests {
         let (rows, parts) = standard_rows(&[&a, &medium, &b, &c, &partial], "2026-10-19");
         assert_eq!(
             rows,
-            "Hermes: a.md, b.md +1; c.md\n\
-             Hermes: GET /a returns 200 — a.py\n\
-             Demeter: x.sql\n\
-             Hermes: ⚠️ partial · d.md\n"
+            "Hermes a.md, b.md +1; c.md\n\
+             Hermes GET /a returns 200 — a.py\n\
+             Demeter x.sql\n\
+             Hermes ⚠️ partial · d.md\n"
         );
         // Each entry's part of the text, in the entries' order: the shared
         // row split where its second cell begins.
         assert_eq!(
             parts,
             [
-                "Hermes: a.md, b.md +1",
-                "Hermes: GET /a returns 200 — a.py\n",
-                "Demeter: x.sql\n",
+                "Hermes a.md, b.md +1",
+                "Hermes GET /a returns 200 — a.py\n",
+                "Demeter x.sql\n",
                 "; c.md\n",
-                "Hermes: ⚠️ partial · d.md\n",
+                "Hermes ⚠️ partial · d.md\n",
             ]
         );
         // A row that opens a markdown block is escaped at its start, in
         // the first entry's part; the others keep their bytes.
         let (d, e) = (low("1. x", "a.md"), low("1. x", "b.md"));
         let (rows, parts) = standard_rows(&[&d, &e], "2026-10-19");
-        assert_eq!(rows, "1\\. x: a.md; b.md\n");
-        assert_eq!(parts, ["1\\. x: a.md", "; b.md\n"]);
+        assert_eq!(rows, "1\\. x a.md; b.md\n");
+        assert_eq!(parts, ["1\\. x a.md", "; b.md\n"]);
     }
 
     #[test]

@@ -285,12 +285,12 @@ fn a_low_entry_shows_no_file_the_receivers_mask_hides() {
     let archive = zz(&input);
     assert!(!archive.contains("README.md"), "{archive}");
     assert!(
-        archive.contains("\nPrometheus: Fixed a typo in the README and two spelling mistakes\n"),
+        archive.contains("\nPrometheus Fixed a typo in the README and two spelling mistakes\n"),
         "{archive}"
     );
     let dev = zz(&PhaseInput {
         to: Some("hermes"),
         ..input
     });
-    assert!(dev.contains("\nPrometheus: README.md\n"), "{dev}");
+    assert!(dev.contains("\nPrometheus README.md\n"), "{dev}");
 }

@@ -313,15 +313,35 @@ fn zz_format_matches_the_spec_example_structure() {
     let pe =
         &ours[ours.find("## Priority Entries").unwrap()..ours.find("## Cross-References").unwrap()];
     assert!(!pe.lines().any(|l| l.starts_with("- ")), "{pe}");
-    // STANDARD entries are seed §4's one-line form under §8's labelled
-    // heading: `Agent: text`, one line each, no table (the seed's §8
+    // STANDARD entries are seed §4's one-line form under §8's heading
+    // (its band name; the `(1-line)` parentheticals go): `Agent text`, one
+    // line each, opening with a roster name, no table (the seed's §8
     // example is a table; §4's templates are lines).
-    let std = &pe[pe.find("### STANDARD (1-line)\n").unwrap()..];
+    let std = &pe[pe.find("### STANDARD\n").unwrap()..];
     let rows: Vec<&str> = std.lines().skip(1).filter(|l| !l.is_empty()).collect();
     assert!(!rows.is_empty(), "{pe}");
+    let roster = [
+        "Themis ",
+        "Prometheus ",
+        "Mnemosyne ",
+        "Hermes ",
+        "Demeter ",
+        "Aphrodite ",
+    ];
     for r in &rows {
-        assert!(!r.starts_with('|') && r.contains(": "), "{r}");
+        assert!(
+            !r.starts_with('|') && roster.iter().any(|a| r.starts_with(a)),
+            "{r}"
+        );
+        assert!(
+            !r.split_whitespace().next().unwrap_or("").ends_with(':'),
+            "{r}"
+        );
     }
+    for heading in ["### CRITICAL\n", "### HIGH\n", "### STANDARD\n"] {
+        assert!(pe.contains(heading), "{heading} {pe}");
+    }
+    assert!(!pe.contains("(expanded)") && !pe.contains("(2-line)") && !pe.contains("(1-line)"));
     assert!(
         !pe.contains("| Agent | Summary |") && !pe.contains("|-|-|"),
         "{pe}"
