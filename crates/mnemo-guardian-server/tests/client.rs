@@ -236,7 +236,10 @@ fn a_modify_at_precompact_is_applied_as_deny() {
         assert!(!d.allowed(), "{d:?}");
         assert_eq!(d.verdict, mnemo_guardian::Verdict::Deny);
         assert_eq!(d.reason_codes, ["modify_unsupported"]);
-        assert!(d.reasoning.contains("received modify, applied deny"), "{d:?}");
+        assert!(
+            d.reasoning.contains("received modify, applied deny"),
+            "{d:?}"
+        );
         assert!(d.reasoning.ends_with("redact the key"), "{d:?}");
         assert_eq!(count.load(std::sync::atomic::Ordering::SeqCst), 3);
     }
