@@ -33,6 +33,16 @@ expectation file.
   past any parser (`raw_nested_depth`), and check each answer (`expect`:
   code, decision, reason codes, JSON pointers, `chain_advances`).
 
+* Members that judge the Observed Agent (`applied`, or `witnessScope: SELF`
+  with the agent's side of a scenario) are also played in the client role:
+  a fake Guardian of the runner's answers as the payload says and the real
+  `mnemo gate --guardian-url` is the Observed Agent. Their rows carry
+  PASS-CLIENT / N/A-CLIENT / FAIL-CLIENT unless the Guardian's answer passes
+  (and the client did nothing the member forbids). Over stdio mnemo has no
+  client: N/A-CLIENT. The summary also prints the answer-alone bound: the
+  reference runner's members grouped by byte-identical requests, and the
+  best score a Guardian could reach by its answer alone.
+
 Standard library only. Exit status: 0 when every row matches the
 expectation file, 1 on any difference, 2 when it could not run.
 """
