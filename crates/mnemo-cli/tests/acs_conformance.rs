@@ -6,6 +6,15 @@
 //! expected, got, per transport), and fails on any difference from
 //! `tests/acs/expected.tsv`. Rewrite that file with `--update` after a
 //! reviewed change of behaviour.
+//!
+//! Members that judge the Observed Agent (what it applied after a MODIFY,
+//! a gateway page read as a decision, a session started with no
+//! ServerHello) are also played in the client role: a fake Guardian of the
+//! runner's answers as the member says and the real `mnemo gate
+//! --guardian-url` is the Observed Agent (statuses PASS-CLIENT, N/A-CLIENT,
+//! FAIL-CLIENT). The runner also prints how far the Guardian's answer alone
+//! can go on the reference runner's set (members with byte-identical
+//! requests and opposite verdicts); the corpus test pins that figure.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
@@ -34,7 +43,14 @@ fn corpus() -> Option<PathBuf> {
     Some(root.join("corpora/vectors-acs-core"))
 }
 
-fn run(corpus: Option<&Path>, name: &str) {
+/// What the runner prints for the reference runner's set of agent-evidence-vectors
+/// 0.27.0: its members grouped by their requests (byte-identical apart from
+/// `session_id`) and the best score of any Guardian that sees only the wire.
+const ANSWER_ALONE: &str = "answer alone: reference set 32 members, 17 request groups, \
+    14 share their requests with a member expecting the opposite verdict, \
+    best score by the answer alone 26 of 31 scored";
+
+fn run(corpus: Option<&Path>, name: &str) -> String {
     let tmp = std::env::temp_dir().join(format!("mnemo-acs-{name}-{}", std::process::id()));
     let mut cmd = Command::new("python3");
     cmd.arg(acs_dir().join("run_vectors.py"))
@@ -57,6 +73,7 @@ fn run(corpus: Option<&Path>, name: &str) {
         out.status.success(),
         "conformance drifted from tests/acs/expected.tsv (see DRIFT lines above)"
     );
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 #[test]
@@ -78,7 +95,16 @@ fn acs_core_corpus_over_http_and_stdio() {
         );
         return;
     };
-    run(Some(&dir), "corpus");
+    let table = run(Some(&dir), "corpus");
+    assert!(
+        table.lines().any(|l| l == ANSWER_ALONE),
+        "the answer-alone figure changed: expected `{ANSWER_ALONE}`"
+    );
+    // Every member that judges the Observed Agent was played in the client role.
+    assert!(
+        table.contains("client role (http), corpus members sent by the reference runner that judge the Observed Agent: 9: "),
+        "the client-role replay did not run on the reference runner's 9 client members"
+    );
 }
 
 #[test]

@@ -7,7 +7,10 @@
 //! as the in-process [`mnemo_guardian::check_compaction`]: in a fresh session it sends
 //! `handshake/hello`, one `steps/memoryContextRetrieval` per entry (the entry's
 //! provenance as results, so order and re-grounding survive), then
-//! `steps/preCompact` over those steps.
+//! `steps/preCompact` over those steps. A `modify` answer to preCompact is
+//! applied as `deny` with the reason code `modify_unsupported` (ACS §6.5: a
+//! compaction has no content a MODIFY could rewrite, and compacting the
+//! original would apply a decision the Guardian did not make).
 //!
 //! With [`RemoteGuardian::with_hmac`] every request is signed under the
 //! per-session key of ACS §10 (HKDF-SHA256 of the secret, info = the
@@ -370,11 +373,7 @@ impl RemoteGuardian {
             json!({"entries_to_compact": steps, "triggered_by": trigger.as_str()}),
         );
         let r = self.call_ok(&pre)?;
-        let verdict = match r.get("decision").and_then(Value::as_str) {
-            Some("allow") => Verdict::Allow,
-            Some("modify") => Verdict::Modify,
-            _ => Verdict::Deny,
-        };
+        let received = r.get("decision").and_then(Value::as_str);
         let strings = |k: &str| -> Vec<String> {
             r.get(k)
                 .and_then(Value::as_array)
@@ -385,20 +384,45 @@ impl RemoteGuardian {
                 })
                 .unwrap_or_default()
         };
+        let reasoning = r
+            .get("reasoning")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let mut reason_codes = strings("reason_codes");
+        let (verdict, reasoning) = match received {
+            Some("allow") => (Verdict::Allow, reasoning),
+            // A compaction cannot apply a MODIFY (there is no content of the
+            // step to rewrite): the client applies DENY and says so, with
+            // the reason code of ACS §6.5, instead of compacting the
+            // original as if the Guardian had allowed it.
+            Some("modify") => {
+                if !reason_codes.iter().any(|c| c == MODIFY_UNSUPPORTED) {
+                    reason_codes.push(MODIFY_UNSUPPORTED.into());
+                }
+                (
+                    Verdict::Deny,
+                    format!(
+                        "the Guardian answered modify, which a compaction cannot apply, so mnemo applied deny (ACS 6.5; received modify, applied deny): {reasoning}"
+                    ),
+                )
+            }
+            _ => (Verdict::Deny, reasoning),
+        };
         Ok(Decision {
             verdict,
-            reasoning: r
-                .get("reasoning")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string(),
-            reason_codes: strings("reason_codes"),
+            reasoning,
+            reason_codes,
             cited_provenance_ids: strings("cited_provenance_ids"),
             policy_data: r.get("policy_data").cloned().unwrap_or(Value::Null),
             rule_id: "remote",
         })
     }
 }
+
+/// The reason code a client adds when it applies DENY in place of a MODIFY
+/// it cannot apply (ACS §6.5).
+pub const MODIFY_UNSUPPORTED: &str = "modify_unsupported";
 
 /// The `negotiated_version` of a `handshake/hello` result: at the top of
 /// `result` (the current standard and its reference clients) or under

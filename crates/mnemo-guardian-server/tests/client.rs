@@ -207,3 +207,40 @@ fn a_refused_or_failed_hello_starts_nothing() {
         assert_eq!(count.load(std::sync::atomic::Ordering::SeqCst), 1);
     }
 }
+
+/// ACS §6.5 / corpus acs-f-12 (`v89ea07928daff608`, `vbd5dc2450805e76b`): a
+/// MODIFY answered to preCompact cannot be applied to a compaction; the
+/// client applies DENY (never the original, as if allowed) and names the
+/// substitution with `modify_unsupported`.
+#[test]
+fn a_modify_at_precompact_is_applied_as_deny() {
+    for modifications in [
+        r#"{"redactions":[{"path":"arguments.api_key"}]}"#,
+        r#"{"modified_content":"x","redactions":[{"path":"arguments.api_key"}]}"#,
+    ] {
+        let (url, count) = canned(move |n| {
+            let result = match n {
+                0 => r#"{"negotiated_version":"0.1.0"}"#.to_string(),
+                1 => r#"{"type":"final","decision":"allow","reasoning":"ok"}"#.to_string(),
+                _ => format!(
+                    r#"{{"type":"final","decision":"modify","reasoning":"redact the key","modifications":{modifications}}}"#
+                ),
+            };
+            let body = format!(r#"{{"jsonrpc":"2.0","id":"x","result":{result}}}"#);
+            http("200 OK", "application/json", &body)
+        });
+        let remote = RemoteGuardian::new(&url).unwrap();
+        let d = remote
+            .check_compaction(&[e("u1", Origin::UserInput)], Trigger::Manual)
+            .unwrap();
+        assert!(!d.allowed(), "{d:?}");
+        assert_eq!(d.verdict, mnemo_guardian::Verdict::Deny);
+        assert_eq!(d.reason_codes, ["modify_unsupported"]);
+        assert!(
+            d.reasoning.contains("received modify, applied deny"),
+            "{d:?}"
+        );
+        assert!(d.reasoning.ends_with("redact the key"), "{d:?}");
+        assert_eq!(count.load(std::sync::atomic::Ordering::SeqCst), 3);
+    }
+}

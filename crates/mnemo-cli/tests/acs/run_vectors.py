@@ -33,6 +33,16 @@ expectation file.
   past any parser (`raw_nested_depth`), and check each answer (`expect`:
   code, decision, reason codes, JSON pointers, `chain_advances`).
 
+* Members that judge the Observed Agent (`applied`, or `witnessScope: SELF`
+  with the agent's side of a scenario) are also played in the client role:
+  a fake Guardian of the runner's answers as the payload says and the real
+  `mnemo gate --guardian-url` is the Observed Agent. Their rows carry
+  PASS-CLIENT / N/A-CLIENT / FAIL-CLIENT unless the Guardian's answer passes
+  (and the client did nothing the member forbids). Over stdio mnemo has no
+  client: N/A-CLIENT. The summary also prints the answer-alone bound: the
+  reference runner's members grouped by byte-identical requests, and the
+  best score a Guardian could reach by its answer alone.
+
 Standard library only. Exit status: 0 when every row matches the
 expectation file, 1 on any difference, 2 when it could not run.
 """
@@ -410,6 +420,307 @@ def plan_own(member: dict, transport: str) -> dict:
             "store": run.get("store", "memory")}
 
 
+# ---- client role: mnemo as the Observed Agent -------------------------------
+#
+# Some members judge the Observed Agent's evidence, not the Guardian's
+# answer: what it applied after a MODIFY, whether it read a gateway page as
+# a decision, whether a session started with no ServerHello. Their request
+# is a plain step that other members send byte for byte expecting the
+# opposite verdict (answer_alone_bound below), so no Guardian answer scores
+# them. For those the runner also plays the member's scenario against
+# mnemo's own client: a fake Guardian of its own answers as the payload says,
+# the real `mnemo gate --guardian-url` is the Observed Agent, and the
+# runner looks at what mnemo did (exit status, its refusal line, whether the
+# bank changed, whether a step followed the hello).
+
+SCENARIO_FIELDS = ("guardian_response", "audit_events", "on_decision_failure", "trace_sink",
+                   "observed_disposition", "handshake_answer", "server_hello", "startup_posture",
+                   "applied", "deployment_audit_log")
+SESSION_REFUSED = -32000  # §4.1: a refusal is a decision; the startup posture does not apply
+CLIENT_TIMEOUT_S = 5  # RemoteGuardian's connect/read timeout
+NO_STDIO = "mnemo's client speaks HTTP only (no stdio transport)"
+ALLOWED_SUMMARY = {"agent": "hermes", "summary": "Added POST /api/v1/orders returning 201",
+                   "status": "complete"}
+
+
+def judges_client(member: dict) -> bool:
+    """A member whose verdict is about the Observed Agent: it states what
+    the agent applied (`applied`), or it is witnessed by the agent itself
+    (`witnessScope: SELF`) and describes the agent's side of a scenario."""
+    p = member.get("payload", {})
+    if "applied" in p:
+        return True
+    return member.get("witnessScope") == "SELF" and any(k in p for k in SCENARIO_FIELDS)
+
+
+class FakeGuardian:
+    """A Guardian of our own on 127.0.0.1 that answers as a scenario says:
+    `hello` and `decisive` (the answer to steps/preCompact) are each
+    "ok"/"allow", "silent" (nothing until the client gives up), a JSON-RPC
+    error object, a decision result object, or a raw HTTP answer
+    {"status", "content_type", "body"}. Every other step is allowed."""
+
+    def __init__(self, hello="ok", decisive="allow"):
+        import http.server
+        import threading
+        self.hello, self.decisive, self.methods = hello, decisive, []
+        fake = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):  # quiet
+                pass
+
+            def do_POST(self):
+                n = int(self.headers.get("content-length") or 0)
+                try:
+                    req = json.loads(self.rfile.read(n))
+                except ValueError:
+                    req = {}
+                method = req.get("method", "?")
+                fake.methods.append(method)
+                rid = req.get("id")
+                how = fake.hello if method == "handshake/hello" else (
+                    fake.decisive if method == "steps/preCompact" else "allow")
+                if how == "silent":
+                    # Hold the connection, answer nothing; the client's
+                    # timeout ends it (its close ends the read).
+                    self.connection.settimeout(CLIENT_TIMEOUT_S + 10)
+                    try:
+                        self.rfile.read(1)
+                    except OSError:
+                        pass
+                    self.close_connection = True
+                    return
+                if isinstance(how, dict) and "status" in how:
+                    status, ctype, body = how["status"], how["content_type"], how["body"].encode()
+                else:
+                    if how == "ok":
+                        out = {"result": {"acs_version": "0.1.0", "negotiated_version": "0.1.0",
+                                          "methods_evaluated": ["steps/memoryContextRetrieval",
+                                                                "steps/preCompact"]}}
+                    elif how == "allow":
+                        out = {"result": {"acs_version": "0.1.0", "request_id": rid, "type": "final",
+                                          "decision": "allow", "reasoning": "fake Guardian: allow"}}
+                    elif "error" in how:
+                        out = {"error": {"message": "fake Guardian", **how["error"]}}
+                    else:
+                        out = {"result": {**how, "request_id": rid}}
+                    status, ctype = 200, "application/json"
+                    body = json.dumps({"jsonrpc": "2.0", "id": rid, **out}).encode()
+                self.send_response(status)
+                self.send_header("content-type", ctype)
+                self.send_header("content-length", str(len(body)))
+                self.send_header("connection", "close")
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/acs"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class ClientHung(Exception):
+    pass
+
+
+def bank_state(bank: Path) -> dict:
+    if not bank.exists():
+        return {}
+    return {str(f.relative_to(bank)): hashlib.sha256(f.read_bytes()).hexdigest()
+            for f in sorted(bank.rglob("*")) if f.is_file()}
+
+
+def observe_client(mnemo: str, tmp: Path, hello="ok", decisive="allow", env_extra=None) -> dict:
+    """One `mnemo gate --guardian-url` against a FakeGuardian: mnemo's
+    evidence."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    (tmp / "summary.json").write_text(json.dumps(ALLOWED_SUMMARY))
+    bank = tmp / "bank"
+    before = bank_state(bank)
+    fake = FakeGuardian(hello, decisive)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("MNEMO_CONFIG", "MNEMO_GUARDIAN_URL", "MNEMO_GUARDIAN_CA")}
+    env.update(env_extra or {})
+    try:
+        exe = os.path.abspath(mnemo) if os.sep in mnemo else mnemo  # it runs in tmp
+        p = subprocess.run([exe, "--bank", str(bank), "gate", "--phase", "1", "--from", "hermes",
+                            "--to", "aphrodite", "--date", "2026-09-09", "--guardian-url", fake.url,
+                            str(tmp / "summary.json")], env=env, cwd=tmp, stdin=subprocess.DEVNULL,
+                           capture_output=True, timeout=CLIENT_TIMEOUT_S * 6)
+        code, stderr = p.returncode, p.stderr
+    except subprocess.TimeoutExpired as e:  # run() has killed it
+        raise ClientHung(f"mnemo gate did not finish within {CLIENT_TIMEOUT_S * 6} s") from e
+    finally:
+        fake.close()
+    err = stderr.decode(errors="replace").strip().splitlines()
+    return {"exit": code, "line": err[-1] if err else "",
+            "started": any(m != "handshake/hello" for m in fake.methods),
+            "asked": "steps/preCompact" in fake.methods,
+            "executed": bank_state(bank) != before, "methods": list(fake.methods)}
+
+
+def evidence_text(ev: dict) -> str:
+    if ev["executed"]:
+        return f"exit {ev['exit']}, compacted"
+    what = "no step after the hello" if not ev["started"] else "refused"
+    return f"exit {ev['exit']}, {what}, bank unchanged"
+
+
+def client_replay(mnemo: str, member: dict, tmp: Path) -> tuple[str, str, str]:
+    try:
+        return play_client(mnemo, member, tmp)
+    except ClientHung as e:
+        return "FAIL-CLIENT", str(e), "the Observed Agent must wait up to its timeout, not hang"
+
+
+def play_client(mnemo: str, member: dict, tmp: Path) -> tuple[str, str, str]:
+    """(status, what mnemo did, why) of the member's scenario played
+    against mnemo's client over HTTP. PASS-CLIENT: mnemo's evidence is not
+    what the member rejects (or is what it accepts); N/A-CLIENT: the
+    scenario needs something mnemo's client does not have, and mnemo did
+    nothing the member's property forbids; FAIL-CLIENT otherwise."""
+    p = member["payload"]
+    steps = steps_of(member) or []
+    method = steps[0]["request"].get("method", "") if steps else ""
+
+    if method == "handshake/hello" and any(k in p for k in ("handshake_answer", "server_hello", "startup_posture")):
+        answer = p.get("handshake_answer")
+        hello = "silent" if answer is None else (answer if isinstance(answer, dict) and "error" in answer else "ok")
+        ev = observe_client(mnemo, tmp, hello=hello)
+        if hello == "silent":
+            said = "hello unanswered"
+        elif hello == "ok":
+            said = "hello answered"
+        else:
+            said = f"hello answered error {hello['error'].get('code')}"
+        got = f"{said}: " + evidence_text(ev)
+        if hello == "ok":  # a member whose hello was answered: the session must start
+            return ("PASS-CLIENT" if ev["started"] else "FAIL-CLIENT"), got, "a ServerHello starts the session"
+        refused = isinstance(answer, dict) and (answer.get("error") or {}).get("code") == SESSION_REFUSED
+        if ev["started"] or ev["executed"] or ev["exit"] == 0:
+            return "FAIL-CLIENT", got, "mnemo started a session with no ServerHello"
+        posture = p.get("startup_posture", "refuse")
+        if refused:
+            return "PASS-CLIENT", got, "a refusal is a decision (4.1): nothing started"
+        if posture != "refuse":
+            return ("N/A-CLIENT", got, f"needs startup posture '{posture}': mnemo's client has one "
+                    "posture, refuse (4.1 allows it), and keeps no audit log of an unguarded start")
+        return "PASS-CLIENT", got, "posture refuse: nothing started"
+
+    if "applied" in p:
+        if method != "steps/toolCallRequest" and method.startswith("steps/") and method != "steps/preCompact":
+            if method == "steps/postCompact":
+                return ("N/A-CLIENT", "not played",
+                        "mnemo's client asks before compacting (preCompact) and sends no postCompact")
+            return "N/A-CLIENT", "not played", f"mnemo's client sends no {method}"
+        result = (p.get("response") or {}).get("result")
+        if not isinstance(result, dict):
+            return "N/A-CLIENT", "not played", "the member states no Guardian response to play"
+        ev = observe_client(mnemo, tmp, decisive={k: v for k, v in result.items() if k != "request_id"})
+        named = "modify_unsupported" in ev["line"] and "applied deny" in ev["line"]
+        got = f"preCompact answered {result.get('decision')}: " + evidence_text(ev) + (
+            "; refusal names received modify, applied deny, modify_unsupported" if named else "")
+        if ev["executed"] or ev["exit"] == 0:
+            return "FAIL-CLIENT", got, "mnemo cannot apply a MODIFY, yet compacted"
+        applied = p["applied"] if isinstance(p["applied"], dict) else {}
+        if applied.get("action_executed") or applied.get("outcome") not in (None, "deny"):
+            return ("PASS-CLIENT", got, "the member's agent ran the action; mnemo applied deny "
+                    "(a compaction cannot apply a MODIFY) and compacted nothing")
+        # The outcome (deny, nothing run) is the member's own; what tells it
+        # from its siblings is the record.
+        trace = (p.get("trace") or {}).get("observed_agent") if isinstance(p.get("trace"), dict) else None
+        why = ("the member turns on the Observed Agent's audit log" +
+               (" and its trace" if trace else "") +
+               ": mnemo's client keeps no audit log (its refusal line on stderr is the only record)"
+               + ("" if not trace else " and emits no trace"))
+        return "N/A-CLIENT", got, why
+
+    if "trace_sink" in p:
+        dead = free_port()
+        ev = observe_client(mnemo, tmp, env_extra={
+            "OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{dead}"})
+        disposition = "allow" if ev["executed"] and ev["exit"] == 0 else "deny"
+        want = p.get("guardian_decision", "allow")
+        got = f"Guardian {want}, trace sink unreachable: disposition {disposition}, " + evidence_text(ev)
+        if disposition != want:
+            return "FAIL-CLIENT", got, "the disposition differs from the Guardian's decision"
+        return ("N/A-CLIENT", got, f"needs a trace sink ('{p['trace_sink']}'): mnemo's client emits "
+                "no trace, so none can change its disposition (it equals the Guardian's)")
+
+    if "on_decision_failure" in p or ("guardian_response" in p and p["guardian_response"] is None):
+        ev = observe_client(mnemo, tmp, decisive="silent")
+        got = "preCompact unanswered: " + evidence_text(ev)
+        if ev["executed"] or ev["exit"] == 0:
+            return "FAIL-CLIENT", got, "mnemo proceeded without a decision"
+        posture = p.get("on_decision_failure", "deny")
+        if posture != "deny":
+            return ("N/A-CLIENT", got, f"needs on_decision_failure = '{posture}' (fail-open): mnemo's "
+                    "client always fails closed, and keeps no audit log of a bypass")
+        return "PASS-CLIENT", got, "fail closed: nothing compacted"
+
+    if isinstance(p.get("guardian_response"), dict):
+        body = str(p["guardian_response"].get("body", ""))
+        evs = [observe_client(mnemo, tmp / str(status), decisive={
+            "status": status, "content_type": "text/html", "body": body}) for status in (504, 200)]
+        got = "; ".join(f"preCompact answered HTTP {s} text/html: " + evidence_text(ev)
+                        for s, ev in zip((504, 200), evs))
+        if any(ev["executed"] or ev["exit"] == 0 or not ev["asked"] for ev in evs):
+            return "FAIL-CLIENT", got, "mnemo read a page as a decision"
+        return "PASS-CLIENT", got, "a gateway page is no decision (6.4): refused, nothing compacted"
+
+    return "N/A-CLIENT", "not played", "no scenario the runner can play against mnemo's client"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def combine(guardian: str, client: str | None) -> str:
+    """A row's status: the Guardian's where its answer passes (and mnemo's
+    client did nothing the member forbids), else the client role's."""
+    if client is None:
+        return guardian
+    if client == "FAIL-CLIENT":
+        return client
+    return guardian if guardian == "PASS" else client
+
+
+def answer_alone_bound(members: list[dict]) -> dict:
+    """Groups the reference runner's members by their requests (byte for
+    byte as JSON, session_id aside): members of one group get the same
+    answer from any Guardian that sees only the wire, so a group scores at
+    most its larger verdict class."""
+    groups: dict[str, list[dict]] = {}
+    for m in members:
+        reqs = []
+        for s in steps_of(m):
+            r = json.loads(json.dumps(s["request"]))
+            if isinstance(r.get("metadata"), dict):
+                r["metadata"].pop("session_id", None)
+            if isinstance((r.get("params") or {}).get("metadata"), dict):
+                r["params"]["metadata"].pop("session_id", None)
+            reqs.append(r)
+        groups.setdefault(json.dumps(reqs, sort_keys=True, separators=(",", ":")), []).append(m)
+    scored, best, opposite = 0, 0, 0
+    for ms in groups.values():
+        verdicts = [m["expected"]["verdict"] for m in ms if m["expected"]["verdict"] != "unmeasurable"]
+        scored += len(verdicts)
+        counts = {v: verdicts.count(v) for v in set(verdicts)}
+        best += max(counts.values(), default=0)
+        if len(counts) > 1:
+            opposite += len(verdicts)
+    return {"members": len(members), "groups": len(groups), "opposite": opposite,
+            "scored": scored, "max": best}
+
+
 # ---- scoring ---------------------------------------------------------------
 
 def observe(resp: dict) -> dict:
@@ -538,7 +849,8 @@ def load_members(corpus: Path | None, own: Path) -> list[tuple[dict, bool]]:
 
 HEADER = ("# vector id\thttp\tstdio\treason (statuses written by run_vectors.py --update, reasons "
           "kept; a change here is a reviewed change; every row that does not PASS names its reason, "
-          "see docs/guardian.md)")
+          "see docs/guardian.md; PASS-CLIENT / N/A-CLIENT / FAIL-CLIENT: the member judges the Observed "
+          "Agent and was scored by its scenario played against mnemo's client, not by the Guardian's answer)")
 
 
 def main() -> int:
@@ -555,6 +867,7 @@ def main() -> int:
         print(f"run_vectors: no MANIFEST.json under {a.corpus}", file=sys.stderr)
         return 2
     members = load_members(a.corpus, a.own)
+    bound = answer_alone_bound([m for m, own in members if not own and reference_sendable(m)])
     if a.only:
         members = [(m, o) for m, o in members if m["id"] in a.only]
     expected, reasons = {}, {}
@@ -572,21 +885,34 @@ def main() -> int:
         got = {}
         for t in ("http", "stdio"):
             got[t] = run_member(a.mnemo, m, own, t, a.tmp / m["id"] / t)
+        client = None
+        if not own and judges_client(m):
+            # The client role: over HTTP against mnemo's client; over stdio
+            # there is no client of mnemo's to play it against.
+            client = {"http": client_replay(a.mnemo, m, a.tmp / m["id"] / "client"),
+                      "stdio": ("N/A-CLIENT", "not played", NO_STDIO)}
+            for t in ("http", "stdio"):
+                got[t] = (combine(got[t][0], client[t][0]), got[t][1])
         e = m["expected"]
         exp = e["verdict"] + (f" {e['code']} ({e['codeValue']})" if e.get("code") else "")
         ref = (not own) and reference_sendable(m)
-        rows.append((m["id"], "own" if own else ("corpus*" if ref else "corpus"), m.get("family", ""), exp, got))
+        rows.append((m["id"], "own" if own else ("corpus*" if ref else "corpus"), m.get("family", ""), exp, got,
+                     client))
         want = expected.get(m["id"])  # rows of members not run here are not compared
         now = (got["http"][0], got["stdio"][0])
         if want != now:
             drift.append((m["id"], want, now))
-    print("corpus* = a member the standard's reference runner sends; reason: from expected.tsv")
+    print("corpus* = a member the standard's reference runner sends; got = the Guardian's answers; "
+          "client role = the member's scenario played against mnemo's client (mnemo gate "
+          "--guardian-url, a fake Guardian of the runner's); reason: from expected.tsv")
     print()
-    print("| vector | source | family | expected | got (http) | status | got (stdio) | status | reason |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for vid, src, fam, exp, got in rows:
+    print("| vector | source | family | expected | got (http) | status | got (stdio) | status "
+          "| client role (http) | reason |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for vid, src, fam, exp, got, client in rows:
+        role = f"{client['http'][0]}: {client['http'][1]} ({client['http'][2]})" if client else ""
         print(f"| {vid} | {src} | {fam} | {exp} | {got['http'][1]} | {got['http'][0]} | "
-              f"{got['stdio'][1]} | {got['stdio'][0]} | {reasons.get(vid, '')} |")
+              f"{got['stdio'][1]} | {got['stdio'][0]} | {role} | {reasons.get(vid, '')} |")
     for t in ("http", "stdio"):
         for src in ("corpus*", "corpus", "own"):
             sel = [r for r in rows if r[1] == src or (src == "corpus" and r[1] == "corpus*")]
@@ -596,6 +922,19 @@ def main() -> int:
             name = {"corpus*": "corpus, sent by the reference runner", "corpus": "corpus, on the wire",
                     "own": "own"}[src]
             print(f"{t} {name}: {len(sel)} members: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    for src in ("corpus*", "corpus"):
+        sel = [r for r in rows if r[5] and (r[1] == src or src == "corpus")]
+        if sel:
+            counts = {}
+            for r in sel:
+                counts[r[5]["http"][0]] = counts.get(r[5]["http"][0], 0) + 1
+            name = {"corpus*": "sent by the reference runner", "corpus": "on the wire"}[src]
+            print(f"client role (http), corpus members {name} that judge the Observed Agent: {len(sel)}: "
+                  + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    if bound["members"]:
+        print(f"answer alone: reference set {bound['members']} members, {bound['groups']} request groups, "
+              f"{bound['opposite']} share their requests with a member expecting the opposite verdict, "
+              f"best score by the answer alone {bound['max']} of {bound['scored']} scored")
     unexplained = [r[0] for r in rows
                    if any(r[4][t][0] not in ("PASS", "UNMEASURABLE") for t in ("http", "stdio"))
                    and not reasons.get(r[0])]
