@@ -105,6 +105,14 @@ pub enum HookCommand {
         #[command(subcommand)]
         host: crate::install_cmd::InstallHost,
     },
+    /// Print the compaction decisions the PreCompact hook recorded, newest
+    /// first: verdict, reasoning (a deny's way out) and reason codes. For a
+    /// host that does not show a hook's reason (`codex exec` prints only
+    /// "hook: PreCompact Stopped"). Reads the store without changing it.
+    #[command(
+        after_help = "Exit status: 0 when a decision was printed; 1 when the store holds none for the session (or none at all), or cannot be read."
+    )]
+    Decision(crate::decision_cmd::DecisionArgs),
 }
 
 /// How a Claude Code hook blocks.
@@ -231,6 +239,7 @@ pub fn run_hook(cmd: HookCommand, quiet: bool) -> anyhow::Result<ExitCode> {
         HookCommand::ClaudeCode { event } => (Host::ClaudeCode, event),
         HookCommand::Codex { event } => (Host::Codex, event),
         HookCommand::Install { host } => return crate::install_cmd::run(host, quiet),
+        HookCommand::Decision(args) => return crate::decision_cmd::run(&args),
     };
     let (opts, block_with, trail) = match event {
         HookEvent::PreCompact {

@@ -7,6 +7,7 @@
 
 mod bank_cmd;
 mod config_cmd;
+mod decision_cmd;
 mod guard_cmd;
 mod hook_trail_cmd;
 mod inline_cmd;

@@ -189,3 +189,88 @@ fn readme_guardian_examples_work_as_documented() {
         .code(2)
         .stderr(predicate::str::contains("earliest at step e3"));
 }
+
+/// `codex exec` shows only "hook: PreCompact Stopped": `mnemo hook
+/// decision` prints what the hook decided and why, from the store, without
+/// changing it; a store or session with no decision says so and exits 1.
+#[test]
+fn hook_decision_prints_what_the_hook_decided_and_why() {
+    let dir = tmp("decision");
+    let store = dir.join("g.sqlite3");
+    let decision = |args: &[&str]| {
+        let mut c = Command::cargo_bin("mnemo").unwrap();
+        c.args(["hook", "decision", "--store"])
+            .arg(&store)
+            .args(args)
+            .env_remove("MNEMO_STORE");
+        c
+    };
+    // No store yet: an error naming it, and nothing is created.
+    decision(&[])
+        .assert()
+        .code(1)
+        .stdout("")
+        .stderr(predicate::str::contains("no session store at"))
+        .stderr(predicate::str::contains("g.sqlite3"));
+    assert!(!store.exists());
+    let input = hook_input("codex/precompact-auto.json", "codex/rollout-tainted.jsonl");
+    let session = serde_json::from_str::<serde_json::Value>(&input).unwrap()["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let hook = Command::cargo_bin("mnemo")
+        .unwrap()
+        .args(["hook", "codex", "pre-compact", "--store"])
+        .arg(&store)
+        .write_stdin(input)
+        .assert()
+        .code(0)
+        .get_output()
+        .stdout
+        .clone();
+    let said: serde_json::Value = serde_json::from_slice(&hook).unwrap();
+    let before = std::fs::read(&store).unwrap();
+    // Text: the verdict, the hook's own reasoning (its way out) and codes.
+    let out = decision(&["--session", &session])
+        .assert()
+        .code(0)
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    assert!(
+        text.starts_with(&format!("session {session}: deny (preCompact ")),
+        "{text}"
+    );
+    assert!(text.contains("\n  reasoning: "), "{text}");
+    assert!(text.contains("re-ground"), "{text}");
+    assert!(text.contains("\n  reason codes: "), "{text}");
+    // JSON, and without --session the newest decision of any session.
+    let out = decision(&["--json"])
+        .assert()
+        .code(0)
+        .get_output()
+        .stdout
+        .clone();
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(v["session_id"], session.as_str());
+    assert_eq!(v["verdict"], "deny");
+    let reasoning = v["reasoning"].as_str().unwrap();
+    assert!(
+        said["stopReason"].as_str().unwrap().contains(reasoning),
+        "the hook told Codex {} but the store says {reasoning}",
+        said["stopReason"]
+    );
+    assert!(v["reason_codes"].as_array().is_some_and(|c| !c.is_empty()));
+    // Another session: none recorded, exit 1, nothing on stdout.
+    decision(&["--session", "no-such-session"])
+        .assert()
+        .code(1)
+        .stdout("")
+        .stderr(predicate::str::contains(
+            "no compaction decision is recorded for session no-such-session",
+        ));
+    // Read-only: the store's bytes are unchanged.
+    assert_eq!(std::fs::read(&store).unwrap(), before);
+    let _ = std::fs::remove_dir_all(&dir);
+}

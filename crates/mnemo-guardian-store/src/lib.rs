@@ -32,7 +32,7 @@ pub mod sqlite;
 
 pub use open::{
     DynStore, GuardOptions, OpenError, STORE_ENV, default_store_path, load_policy, open_guardian,
-    open_store,
+    open_store, store_location,
 };
 pub use postgres::PostgresStore;
 pub use scrubbed::{Scrubbed, SecretRefused};

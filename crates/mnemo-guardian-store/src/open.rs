@@ -109,15 +109,7 @@ pub fn open_store(opts: &GuardOptions, long_running: bool) -> Result<DynStore, O
     if opts.memory {
         return Ok(Box::new(Scrubbed::new(MemoryStore::new())));
     }
-    let path = opts
-        .store
-        .clone()
-        .or_else(|| {
-            std::env::var_os(STORE_ENV)
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-        })
-        .unwrap_or_else(default_store_path);
+    let path = store_location(opts);
     if let Some(url) = path.to_str().filter(|p| mnemo_postgres::is_postgres_url(p)) {
         return Ok(Box::new(Scrubbed::new(PostgresStore::open(url)?)));
     }
@@ -126,6 +118,20 @@ pub fn open_store(opts: &GuardOptions, long_running: bool) -> Result<DynStore, O
         store.checkpoint_in_background_bounded(wal_limit()?)?;
     }
     Ok(Box::new(Scrubbed::new(store)))
+}
+
+/// Where [`open_store`] looks for the store the options name: `--store`,
+/// else `$MNEMO_STORE`, else [`default_store_path`] (a SQLite file, or a
+/// `postgres://` URL).
+pub fn store_location(opts: &GuardOptions) -> PathBuf {
+    opts.store
+        .clone()
+        .or_else(|| {
+            std::env::var_os(STORE_ENV)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        })
+        .unwrap_or_else(default_store_path)
 }
 
 /// The environment variable that sets a long-running server's SQLite WAL

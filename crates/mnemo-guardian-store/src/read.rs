@@ -175,6 +175,68 @@ fn read_v2(conn: &Connection, v3: bool) -> Result<Vec<SessionRecords>, StoreErro
     Ok(out)
 }
 
+/// The newest preCompact decisions of the store at `path`, newest first:
+/// one session's (`session`) or every session's, at most `limit`, each with
+/// its session id (for `mnemo hook decision`: what a host that does not
+/// show a hook's reason, such as `codex exec`, was told). Read-only, as
+/// [`read_sessions`]: nothing is created or migrated.
+pub fn recent_compactions(
+    path: &Path,
+    session: Option<&str>,
+    limit: usize,
+) -> Result<Vec<(String, CompactionRecord)>, StoreError> {
+    let conn = db(Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    ))?;
+    db(conn.busy_timeout(std::time::Duration::from_secs(5)))?;
+    let version: i64 = db(conn.query_row("PRAGMA user_version", [], |r| r.get(0)))?;
+    let filter = if session.is_some() {
+        "WHERE session_id = ?1"
+    } else {
+        "WHERE ?1 IS NULL"
+    };
+    let sql = if version >= 2 {
+        format!(
+            "SELECT session_id, step_id, entries, verdict, reasoning, reason_codes FROM \
+             (SELECT s.session_id AS session_id, c.id AS id, c.step_id AS step_id, c.entries AS entries, \
+              c.verdict AS verdict, c.reasoning AS reasoning, c.reason_codes AS reason_codes \
+              FROM compactions c JOIN sessions s ON s.sid = c.sid) {filter} ORDER BY id DESC LIMIT ?2"
+        )
+    } else if crate::sqlite::has_column(&conn, "compactions", "reasoning")? {
+        format!(
+            "SELECT session_id, step_id, entries, verdict, reasoning, reason_codes FROM compactions \
+             {filter} ORDER BY id DESC LIMIT ?2"
+        )
+    } else {
+        format!(
+            "SELECT session_id, step_id, entries, verdict, NULL, NULL FROM compactions \
+             {filter} ORDER BY id DESC LIMIT ?2"
+        )
+    };
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let mut stmt = db(conn.prepare(&sql))?;
+    let rows = db(stmt.query_map(params![session, limit], |r| {
+        Ok((r.get::<_, String>(0)?, compaction_row_at(r, 1)?))
+    }))?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (id, row) = db(row)?;
+        out.push((id, compaction_from(row)?));
+    }
+    Ok(out)
+}
+
+fn compaction_row_at(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<CompactionRow> {
+    Ok((
+        r.get(at)?,
+        r.get(at + 1)?,
+        r.get(at + 2)?,
+        r.get(at + 3)?,
+        r.get(at + 4)?,
+    ))
+}
+
 type CompactionRow = (String, String, String, Option<String>, Option<String>);
 
 fn compaction_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<CompactionRow> {
