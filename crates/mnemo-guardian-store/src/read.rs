@@ -348,6 +348,37 @@ mod tests {
         );
         assert_eq!(got[0].compactions[0].reason_codes, ["untrusted_content"]);
         assert!(read_sessions(&dir.join("missing.sqlite3")).is_err());
+        // The newest decisions, one session's or every session's.
+        {
+            let mut s = SqliteStore::open(&path).unwrap();
+            s.record_compaction(
+                "b",
+                &CompactionRecord {
+                    step_id: "b-1".into(),
+                    entries: vec![],
+                    verdict: Verdict::Allow,
+                    reasoning: Some(String::new()),
+                    reason_codes: vec![],
+                },
+            )
+            .unwrap();
+        }
+        let ids = |v: Vec<(String, CompactionRecord)>| {
+            v.into_iter()
+                .map(|(s, c)| format!("{s}:{}", c.step_id))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            ids(recent_compactions(&path, None, 5).unwrap()),
+            ["b:b-1", "a:a-2"]
+        );
+        assert_eq!(ids(recent_compactions(&path, None, 1).unwrap()), ["b:b-1"]);
+        assert_eq!(
+            ids(recent_compactions(&path, Some("a"), 5).unwrap()),
+            ["a:a-2"]
+        );
+        assert!(recent_compactions(&path, Some("c"), 5).unwrap().is_empty());
+        assert!(recent_compactions(&dir.join("missing.sqlite3"), None, 1).is_err());
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -283,6 +283,20 @@ fn a_version_1_store_is_migrated_on_open_and_loses_nothing() {
         a.compactions[0].reasoning.as_deref(),
         Some("denied: re-ground to end it")
     );
+    // `mnemo hook decision` reads the old layout too, newest first.
+    let recent = mnemo_guardian_store::read::recent_compactions(&path, Some(A), 5).unwrap();
+    assert_eq!(
+        recent
+            .iter()
+            .map(|(_, c)| c.step_id.clone())
+            .collect::<Vec<_>>(),
+        a.compactions
+            .iter()
+            .rev()
+            .map(|c| c.step_id.clone())
+            .collect::<Vec<_>>()
+    );
+    assert!(recent.iter().all(|(id, _)| id == A));
     let mut s = SqliteStore::open(&path).unwrap();
     assert_eq!(s.steps(A).unwrap().len(), 41);
     assert_eq!(s.chain_head(A).unwrap(), Some((41, hash)));
