@@ -206,6 +206,27 @@ fn the_environment_names_the_command_and_the_flags_are_exclusive() {
             "{err}"
         );
     }
+    // `compress` takes the same Guardian flags.
+    let a = Command::cargo_bin("mnemo")
+        .unwrap()
+        .current_dir(dir.path())
+        .env_remove("MNEMO_GUARDIAN_URL")
+        .env_remove("MNEMO_GUARDIAN_CMD")
+        .args([
+            "--bank",
+            "bank",
+            "compress",
+            "--guardian-cmd",
+            "mnemo guard stdio",
+        ])
+        .args(["--guardian-url", "http://127.0.0.1:9", "summary.json"])
+        .assert()
+        .code(2);
+    let err = stderr_of(&a);
+    assert!(
+        err.contains("--guardian-cmd") && err.contains("--guardian-url"),
+        "{err}"
+    );
     let before = snapshot(&dir.path().join("bank"));
     for (cmd, says) in [
         ("'unbalanced", "unbalanced quotes"),
