@@ -149,6 +149,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 feature: Some("bench".into()),
                 policy: Policy::default(),
                 guardian_url: None,
+                guardian_cmd: None,
                 guardian_tls: Default::default(),
                 trigger: Trigger::FrameworkInitiated,
                 lock_timeout: Duration::from_secs(30),

@@ -21,6 +21,7 @@ use mnemo_compress::{NextIds, XrefIndex};
 use mnemo_guardian::decide::{EntryProvenance, check_compaction};
 use mnemo_guardian::model::{Origin as GOrigin, Provenance as GProvenance, Trigger};
 use mnemo_guardian::policy::Policy;
+use mnemo_guardian_server::client::RemoteGuardian;
 use mnemo_model::{Config, Format, SummaryRecord, parse_records};
 use mnemo_score::Engine;
 use mnemo_scrub::Scrubber;
@@ -120,6 +121,11 @@ pub struct GateOptions {
     pub guardian_url: Option<String>,
     /// TLS files for an `https://` `guardian_url`.
     pub guardian_tls: mnemo_guardian_server::client::ClientTls,
+    /// A remote Guardian that speaks stdio (`mnemo guard stdio`): its
+    /// command as argv (program first, no shell), run as a child process
+    /// for the gate's session; exclusive with `guardian_url`, and fails
+    /// closed the same way.
+    pub guardian_cmd: Option<Vec<String>>,
     /// What triggered the compaction.
     pub trigger: Trigger,
     /// Lock wait.
@@ -357,20 +363,30 @@ fn to_change(c: FileChange) -> Change {
     }
 }
 
+/// The remote Guardian of `opts` (HTTP(S) or stdio), if one is
+/// configured; a command wins over a URL (the CLI makes them exclusive).
+fn remote_guardian(
+    opts: &GateOptions,
+) -> Option<std::result::Result<RemoteGuardian, mnemo_guardian_server::client::ClientError>> {
+    match (&opts.guardian_cmd, &opts.guardian_url) {
+        (Some(argv), _) => Some(RemoteGuardian::command(argv.clone())),
+        (None, Some(url)) => Some(RemoteGuardian::connect(url, &opts.guardian_tls)),
+        (None, None) => None,
+    }
+}
+
 /// Asks the Guardian (in process or remote) before compacting anything.
 fn ask_guardian(opts: &GateOptions, records: &[(String, SummaryRecord)]) -> Result<()> {
     let entries = entry_provenance(records);
-    let decision = match &opts.guardian_url {
+    let decision = match remote_guardian(opts) {
         None => check_compaction(&opts.policy, &entries, opts.trigger),
-        Some(url) => {
-            mnemo_guardian_server::client::RemoteGuardian::connect(url, &opts.guardian_tls)
-                .and_then(|g| g.check_compaction(&entries, opts.trigger))
-                .map_err(|e| {
-                    BankError::Refused(format!(
-                        "cannot ask the Guardian, so nothing was compacted: {e}"
-                    ))
-                })?
-        }
+        Some(remote) => remote
+            .and_then(|g| g.check_compaction(&entries, opts.trigger))
+            .map_err(|e| {
+                BankError::Refused(format!(
+                    "cannot ask the Guardian, so nothing was compacted: {e}"
+                ))
+            })?,
     };
     if decision.allowed() {
         Ok(())

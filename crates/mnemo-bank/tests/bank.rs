@@ -37,6 +37,7 @@ fn opts(phase: &str, from: &[&str], to: &[&str]) -> GateOptions {
         feature: Some("auth".into()),
         policy: Policy::default(),
         guardian_url: None,
+        guardian_cmd: None,
         guardian_tls: Default::default(),
         trigger: Trigger::FrameworkInitiated,
         lock_timeout: T,

@@ -25,6 +25,7 @@ fn opts(phase: &str) -> GateOptions {
         feature: None,
         policy: Policy::default(),
         guardian_url: None,
+        guardian_cmd: None,
         guardian_tls: Default::default(),
         trigger: Trigger::FrameworkInitiated,
         lock_timeout: Duration::from_secs(30),

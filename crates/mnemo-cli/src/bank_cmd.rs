@@ -72,6 +72,19 @@ pub struct GuardianArgs {
         conflicts_with = "policy"
     )]
     guardian_url: Option<String>,
+    /// Ask a Guardian that speaks stdio (`mnemo guard stdio`) instead of
+    /// deciding in process: this command line, split into words as a POSIX
+    /// shell would (quotes, backslashes; no expansion, no shell is run),
+    /// e.g. "mnemo guard stdio --memory". It runs as a child process for the
+    /// gate's session; one that cannot start, exits, or does not answer
+    /// within 5 s means nothing is compacted.
+    #[arg(
+        long,
+        value_name = "COMMAND",
+        env = "MNEMO_GUARDIAN_CMD",
+        conflicts_with_all = ["policy", "guardian_url"]
+    )]
+    guardian_cmd: Option<String>,
     /// For an `https://` --guardian-url: trust the CAs of this PEM file
     /// (default: the system's roots).
     #[arg(long, value_name = "FILE", env = "MNEMO_GUARDIAN_CA")]
@@ -86,6 +99,22 @@ pub struct GuardianArgs {
 }
 
 impl GuardianArgs {
+    /// `--guardian-cmd` as argv: the `shlex` crate's POSIX word splitting
+    /// (quotes and backslashes, nothing expanded), so a path with a space
+    /// can be quoted and no shell ever runs.
+    fn guardian_cmd(&self) -> Result<Option<Vec<String>>> {
+        let Some(line) = &self.guardian_cmd else {
+            return Ok(None);
+        };
+        let Some(argv) = shlex::split(line) else {
+            bail!("--guardian-cmd {line:?}: unbalanced quotes or a trailing backslash");
+        };
+        if argv.is_empty() {
+            bail!("--guardian-cmd is empty: expected a program and its arguments");
+        }
+        Ok(Some(argv))
+    }
+
     fn tls(&self) -> mnemo_guardian_server::client::ClientTls {
         mnemo_guardian_server::client::ClientTls {
             ca: self.guardian_ca.clone(),
@@ -338,6 +367,7 @@ pub fn gate(args: GateArgs, global: &Global) -> Result<ExitCode> {
         feature: args.feature,
         policy: load_policy(args.guardian.policy.as_deref())?,
         guardian_tls: args.guardian.tls(),
+        guardian_cmd: args.guardian.guardian_cmd()?,
         guardian_url: args.guardian.guardian_url,
         trigger: Trigger::FrameworkInitiated,
         lock_timeout: LOCK_TIMEOUT,
@@ -486,6 +516,7 @@ pub fn compress(args: CompressArgs, global: &Global) -> Result<ExitCode> {
         feature: args.feature,
         policy: load_policy(args.guardian.policy.as_deref())?,
         guardian_tls: args.guardian.tls(),
+        guardian_cmd: args.guardian.guardian_cmd()?,
         guardian_url: args.guardian.guardian_url,
         trigger: Trigger::Manual,
         lock_timeout: LOCK_TIMEOUT,

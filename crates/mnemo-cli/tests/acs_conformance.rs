@@ -10,9 +10,10 @@
 //! Members that judge the Observed Agent (what it applied after a MODIFY,
 //! a gateway page read as a decision, a session started with no
 //! ServerHello) are also played in the client role: a fake Guardian of the
-//! runner's answers as the member says and the real `mnemo gate
-//! --guardian-url` is the Observed Agent (statuses PASS-CLIENT, N/A-CLIENT,
-//! FAIL-CLIENT). The runner also prints how far the Guardian's answer alone
+//! runner's answers as the member says and the real `mnemo gate` is the
+//! Observed Agent, over HTTP (`--guardian-url`) and over stdio
+//! (`--guardian-cmd`, the fake run as a child) (statuses PASS-CLIENT,
+//! N/A-CLIENT, FAIL-CLIENT). The runner also prints how far the Guardian's answer alone
 //! can go on the reference runner's set (members with byte-identical
 //! requests and opposite verdicts); the corpus test pins that figure.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -100,7 +101,28 @@ fn acs_core_corpus_over_http_and_stdio() {
         table.lines().any(|l| l == ANSWER_ALONE),
         "the answer-alone figure changed: expected `{ANSWER_ALONE}`"
     );
-    // Every member that judges the Observed Agent was played in the client role.
+    // Every member that judges the Observed Agent was played in the client
+    // role, over both transports, with the same outcome: the protocol
+    // logic of mnemo's client is one, whatever carries it.
+    for set in ["sent by the reference runner", "on the wire"] {
+        let counts = |t: &str| {
+            let head =
+                format!("client role ({t}), corpus members {set} that judge the Observed Agent: ");
+            table
+                .lines()
+                .find_map(|l| l.strip_prefix(head.as_str()).map(str::to_string))
+        };
+        let http = counts("http");
+        assert!(
+            http.is_some(),
+            "the client-role replay did not run on the members {set}"
+        );
+        assert_eq!(
+            http,
+            counts("stdio"),
+            "the client role differs between HTTP and stdio on the members {set}"
+        );
+    }
     assert!(
         table.contains("client role (http), corpus members sent by the reference runner that judge the Observed Agent: 9: "),
         "the client-role replay did not run on the reference runner's 9 client members"

@@ -1,7 +1,12 @@
-//! A small client for a remote Guardian (`mnemo guard http`), for callers
-//! such as mnemo's bank compaction configured with a Guardian URL (the I/O
-//! edge: one HTTP/1.1 POST per request over `std::net`, inside TLS
-//! (rustls) for `https://` URLs).
+//! A small client for a remote Guardian (`mnemo guard http` or `mnemo
+//! guard stdio`), for callers such as mnemo's bank compaction configured
+//! with a Guardian URL or command (the I/O edge). Two transports carry the
+//! same protocol: HTTP (one HTTP/1.1 POST per request over `std::net`,
+//! inside TLS (rustls) for `https://` URLs) and stdio (a Guardian command
+//! run as a child process, Content-Length frames on its stdin and stdout,
+//! one child per session: [`crate::stdio_client`]). Everything above the
+//! exchange of one request for one response (signing, verification, the
+//! session's sequence, the reading of the answers) is shared.
 //!
 //! [`RemoteGuardian::check_compaction`] gives a remote Guardian the same facts
 //! as the in-process [`mnemo_guardian::check_compaction`]: in a fresh session it sends
@@ -37,18 +42,18 @@ pub enum ClientError {
     /// The TLS configuration (CA or client certificate files) is unusable.
     #[error("guardian TLS: {0}")]
     Tls(#[from] crate::tls::TlsError),
-    /// Network.
+    /// Network, or the pipes of a stdio Guardian.
     #[error("guardian {url}: {source}")]
     Io {
-        /// URL.
+        /// URL, or the command of a stdio Guardian (in backquotes).
         url: String,
         /// Cause.
         source: std::io::Error,
     },
-    /// Not an HTTP 200 JSON answer.
+    /// Not an HTTP 200 JSON answer, or not a JSON-RPC frame over stdio.
     #[error("guardian {url}: {message}")]
     Protocol {
-        /// URL.
+        /// URL, or the command of a stdio Guardian.
         url: String,
         /// What was wrong.
         message: String,
@@ -56,13 +61,62 @@ pub enum ClientError {
     /// A JSON-RPC error answer.
     #[error("guardian {url}: error {code}: {message}")]
     Rpc {
-        /// URL.
+        /// URL, or the command of a stdio Guardian.
         url: String,
         /// Code.
         code: i64,
         /// Message.
         message: String,
     },
+    /// The stdio Guardian command is unusable (empty, or not split into
+    /// words).
+    #[error("guardian command: {0}")]
+    Command(String),
+    /// The stdio Guardian's program could not be started.
+    #[error("guardian command: cannot run `{program}`: {}", spawn_reason(.source))]
+    Spawn {
+        /// The program (the command's first word).
+        program: String,
+        /// Cause.
+        source: std::io::Error,
+    },
+    /// The stdio Guardian exited (or closed its output) before it answered.
+    #[error("guardian {url}: {what}{}", stderr_suffix(.stderr))]
+    Exited {
+        /// The command.
+        url: String,
+        /// What happened (exit status, the request left unanswered).
+        what: String,
+        /// The tail of its stderr.
+        stderr: String,
+    },
+    /// The stdio Guardian did not answer within the timeout (it was
+    /// killed).
+    #[error("guardian {url}: no answer to {what} within {} s (the Guardian was stopped)", .timeout.as_secs_f64())]
+    NoAnswer {
+        /// The command.
+        url: String,
+        /// The request left unanswered (its method).
+        what: String,
+        /// The timeout.
+        timeout: Duration,
+    },
+}
+
+fn spawn_reason(e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => "program not found".into(),
+        std::io::ErrorKind::PermissionDenied => format!("not executable ({e})"),
+        _ => e.to_string(),
+    }
+}
+
+fn stderr_suffix(stderr: &str) -> String {
+    if stderr.is_empty() {
+        "; it wrote nothing on stderr".into()
+    } else {
+        format!("; its stderr ends: {stderr}")
+    }
 }
 
 /// TLS files for an `https://` Guardian (all optional: without a CA the
@@ -78,16 +132,30 @@ pub struct ClientTls {
 }
 
 /// Largest response accepted.
-const MAX_RESPONSE: u64 = 4 << 20;
+pub const MAX_RESPONSE: usize = 4 << 20;
 
-/// A remote Guardian reached over HTTP.
+/// A remote Guardian reached over HTTP(S) or stdio.
 #[derive(Debug, Clone)]
 pub struct RemoteGuardian {
+    /// The URL, or the command in backquotes (for messages).
     url: String,
-    host: String,
-    path: String,
     timeout: Duration,
     hmac: Option<(String, Vec<u8>)>,
+    transport: Transport,
+}
+
+/// How one request reaches the Guardian and its response comes back.
+#[derive(Debug, Clone)]
+enum Transport {
+    Http(Http),
+    Stdio(crate::stdio_client::StdioTarget),
+}
+
+/// An `http(s)://` Guardian.
+#[derive(Debug, Clone)]
+struct Http {
+    host: String,
+    path: String,
     /// `https://`: the TLS configuration (`None` until set: the system's
     /// roots are loaded per request).
     https: bool,
@@ -141,13 +209,46 @@ impl RemoteGuardian {
         }
         Ok(RemoteGuardian {
             url: url.into(),
-            host: host.into(),
-            path: path.into(),
             timeout: Duration::from_secs(5),
             hmac: None,
-            https,
-            tls: None,
+            transport: Transport::Http(Http {
+                host: host.into(),
+                path: path.into(),
+                https,
+                tls: None,
+            }),
         })
+    }
+
+    /// A client for a Guardian that speaks stdio (`mnemo guard stdio`):
+    /// `argv` (program first, no shell) is run as a child process per
+    /// session, with the same timeout (5 s per answer) and the same
+    /// protocol as over HTTP.
+    pub fn command(argv: Vec<String>) -> Result<Self, ClientError> {
+        let target = crate::stdio_client::StdioTarget::new(argv)?;
+        Ok(RemoteGuardian {
+            url: target.label().to_string(),
+            timeout: Duration::from_secs(5),
+            hmac: None,
+            transport: Transport::Stdio(target),
+        })
+    }
+
+    /// The transport's name as a ClientHello offers it (`http`, `stdio`).
+    pub fn transport_name(&self) -> &'static str {
+        match self.transport {
+            Transport::Http(_) => "http",
+            Transport::Stdio(_) => "stdio",
+        }
+    }
+
+    /// Ends the connection, if the transport keeps one (a stdio Guardian's
+    /// child is stopped and reaped); the next request starts a new one.
+    /// [`RemoteGuardian::check_compaction`] does this at its end.
+    pub fn close(&self) {
+        if let Transport::Stdio(t) = &self.transport {
+            t.close();
+        }
     }
 
     /// A client for `url` with the TLS files of `tls` (used for `https://`
@@ -155,7 +256,7 @@ impl RemoteGuardian {
     /// error).
     pub fn connect(url: &str, tls: &ClientTls) -> Result<Self, ClientError> {
         let g = RemoteGuardian::new(url)?;
-        if !g.https || *tls == ClientTls::default() {
+        if !matches!(&g.transport, Transport::Http(h) if h.https) || *tls == ClientTls::default() {
             return Ok(g);
         }
         let identity = match (&tls.cert, &tls.key) {
@@ -178,7 +279,10 @@ impl RemoteGuardian {
         ca: Option<&std::path::Path>,
         identity: Option<(&std::path::Path, &std::path::Path)>,
     ) -> Result<Self, ClientError> {
-        self.tls = Some(crate::tls::client_config(ca, identity)?);
+        let config = crate::tls::client_config(ca, identity)?;
+        if let Transport::Http(h) = &mut self.transport {
+            h.tls = Some(config);
+        }
         Ok(self)
     }
 
@@ -217,7 +321,16 @@ impl RemoteGuardian {
         if let Some((id, secret)) = &self.hmac {
             sign::sign_request(&mut request, id, secret);
         }
-        let resp = self.post(&request)?;
+        let resp = match &self.transport {
+            Transport::Http(h) => self.post(h, &request)?,
+            Transport::Stdio(t) => t.exchange(
+                request.to_string().into_bytes(),
+                request.get("id").unwrap_or(&Value::Null),
+                request.get("method").and_then(Value::as_str).unwrap_or("?"),
+                self.timeout,
+                MAX_RESPONSE,
+            )?,
+        };
         if let Some((id, secret)) = &self.hmac {
             let session = request
                 .pointer("/params/metadata/session_id")
@@ -229,9 +342,9 @@ impl RemoteGuardian {
         Ok(resp)
     }
 
-    fn post(&self, request: &Value) -> Result<Value, ClientError> {
+    fn post(&self, h: &Http, request: &Value) -> Result<Value, ClientError> {
         let body = request.to_string();
-        let addr = self
+        let addr = h
             .host
             .to_socket_addrs()
             .map_err(|e| self.io(e))?
@@ -245,37 +358,42 @@ impl RemoteGuardian {
             .set_write_timeout(Some(self.timeout))
             .map_err(|e| self.io(e))?;
         let _ = stream.set_nodelay(true);
-        if !self.https {
-            return self.exchange(stream, &body);
+        if !h.https {
+            return self.exchange(h, stream, &body);
         }
-        let config = match &self.tls {
+        let config = match &h.tls {
             Some(c) => c.clone(),
             None => crate::tls::client_config(None, None)?,
         };
-        let name = self
+        let name = h
             .host
             .rsplit_once(':')
-            .map_or(self.host.as_str(), |(h, _)| h);
+            .map_or(h.host.as_str(), |(host, _)| host);
         let name = name.trim_start_matches('[').trim_end_matches(']');
         let name = rustls::pki_types::ServerName::try_from(name.to_string())
             .map_err(|_| ClientError::Url(self.url.clone()))?;
         let conn = rustls::ClientConnection::new(config, name)
             .map_err(|e| self.protocol(format!("TLS: {e}")))?;
-        self.exchange(rustls::StreamOwned::new(conn, stream), &body)
+        self.exchange(h, rustls::StreamOwned::new(conn, stream), &body)
     }
 
     /// Writes one request on `stream` and reads its answer.
-    fn exchange<S: Read + Write>(&self, mut stream: S, body: &str) -> Result<Value, ClientError> {
+    fn exchange<S: Read + Write>(
+        &self,
+        h: &Http,
+        mut stream: S,
+        body: &str,
+    ) -> Result<Value, ClientError> {
         let head = format!(
             "POST {} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-            self.path,
-            self.host,
+            h.path,
+            h.host,
             body.len()
         );
         stream.write_all(head.as_bytes()).map_err(|e| self.io(e))?;
         stream.write_all(body.as_bytes()).map_err(|e| self.io(e))?;
         stream.flush().map_err(|e| self.io(e))?;
-        let mut reader = BufReader::new(stream.take(MAX_RESPONSE));
+        let mut reader = BufReader::new(stream.take(MAX_RESPONSE as u64));
         let mut status = String::new();
         reader.read_line(&mut status).map_err(|e| self.io(e))?;
         if status.split_whitespace().nth(1) != Some("200") {
@@ -298,7 +416,7 @@ impl RemoteGuardian {
             }
         }
         let len = len.ok_or_else(|| self.protocol("no Content-Length"))?;
-        if len as u64 > MAX_RESPONSE {
+        if len > MAX_RESPONSE {
             return Err(self.protocol("response too large"));
         }
         let mut buf = vec![0u8; len];
@@ -331,6 +449,8 @@ impl RemoteGuardian {
         entries: &[EntryProvenance],
         trigger: Trigger,
     ) -> Result<Decision, ClientError> {
+        // One connection per session: a stdio Guardian's child ends with it.
+        let _end = EndOnDrop(self);
         let session = new_uuid();
         let envelope = |method: &str, payload: Value| -> (String, Value) {
             let rid = new_uuid();
@@ -344,7 +464,7 @@ impl RemoteGuardian {
             "handshake/hello",
             json!({"acs_versions_supported": [ACS_VERSION],
                    "methods_implemented": ["steps/memoryContextRetrieval", "steps/preCompact"],
-                   "transports_supported": ["http"], "provenance_producer": "deterministic"}),
+                   "transports_supported": [self.transport_name()], "provenance_producer": "deterministic"}),
         );
         let server_hello = self.call_ok(&hello)?;
         let negotiated = negotiated_version(&server_hello)
@@ -417,6 +537,15 @@ impl RemoteGuardian {
             policy_data: r.get("policy_data").cloned().unwrap_or(Value::Null),
             rule_id: "remote",
         })
+    }
+}
+
+/// Closes the client's connection when dropped.
+struct EndOnDrop<'a>(&'a RemoteGuardian);
+
+impl Drop for EndOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.close();
     }
 }
 

@@ -108,42 +108,78 @@ fn find_content_length(line: &[u8]) -> Option<usize> {
 
 /// Reads one frame. I/O errors other than malformed input are returned.
 pub fn read_frame<R: BufRead>(r: &mut R, max_body: usize) -> io::Result<Frame> {
+    loop {
+        // Where a frame should start: skip to its first header line.
+        let Some((line, _)) = read_line_tail(r)? else {
+            return Ok(Frame::Eof);
+        };
+        let line = if line.is_empty() || is_header_line(&line) {
+            line
+        } else if let Some(at) = find_content_length(&line) {
+            line[at..].to_vec()
+        } else {
+            continue; // not a frame: skipped
+        };
+        if line.is_empty() {
+            continue; // tolerate blank lines between frames
+        }
+        return rest_of_frame(r, &line, max_body, true);
+    }
+}
+
+/// Reads one frame from a peer that must speak the framing exactly (a
+/// client reading its Guardian's answers): blank lines between frames are
+/// tolerated, but anything else where a frame should start is
+/// [`Frame::Malformed`] at once (naming what was there), not skipped, and a
+/// claim over `max_body` is [`Frame::TooLarge`] without reading the body.
+/// After anything but [`Frame::Body`] the stream is not in sync.
+pub fn read_frame_strict<R: BufRead>(r: &mut R, max_body: usize) -> io::Result<Frame> {
+    loop {
+        let Some((line, too_long)) = read_line_tail(r)? else {
+            return Ok(Frame::Eof);
+        };
+        if line.is_empty() && !too_long {
+            continue;
+        }
+        if too_long || !is_header_line(&line) {
+            return Ok(Frame::Malformed(format!(
+                "not a Content-Length frame: {}",
+                snippet(&line)
+            )));
+        }
+        return rest_of_frame(r, &line, max_body, false);
+    }
+}
+
+/// At most 80 bytes of `bytes`, as a quoted, escaped string.
+pub fn snippet(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(80)]);
+    if bytes.len() > 80 {
+        format!("{text:?}...")
+    } else {
+        format!("{text:?}")
+    }
+}
+
+/// The rest of a frame whose first header line is `first`. With `skip`, an
+/// oversized body of at most [`MAX_SKIP`] bytes is read and dropped so the
+/// stream stays in sync.
+fn rest_of_frame<R: BufRead>(
+    r: &mut R,
+    first: &[u8],
+    max_body: usize,
+    skip: bool,
+) -> io::Result<Frame> {
     let mut length: Option<u64> = None;
     let mut problem: Option<String> = None;
     let mut count = 0usize;
-    let mut started = false;
+    parse_header(first, &mut count, &mut length, &mut problem);
     loop {
-        if !started {
-            // Where a frame should start: skip to its first header line.
-            let Some((line, _)) = read_line_tail(r)? else {
-                return Ok(Frame::Eof);
-            };
-            let line = if line.is_empty() || is_header_line(&line) {
-                line
-            } else if let Some(at) = find_content_length(&line) {
-                line[at..].to_vec()
-            } else {
-                continue; // not a frame: skipped
-            };
-            if line.is_empty() {
-                continue; // tolerate blank lines between frames
-            }
-            started = true;
-            parse_header(&line, &mut count, &mut length, &mut problem);
-            continue;
-        }
         let line = match read_line_bounded(r) {
             Ok(Some(l)) => l,
-            Ok(None) => {
-                return Ok(if started {
-                    Frame::Malformed("end of stream inside headers".into())
-                } else {
-                    Frame::Eof
-                });
-            }
+            Ok(None) => return Ok(Frame::Malformed("end of stream inside headers".into())),
             Err(e) if e.kind() == io::ErrorKind::InvalidData => {
                 problem.get_or_insert_with(|| "header line too long".into());
-                started = true;
                 continue;
             }
             Err(e) => return Err(e),
@@ -160,7 +196,7 @@ pub fn read_frame<R: BufRead>(r: &mut R, max_body: usize) -> io::Result<Frame> {
         return Ok(Frame::Malformed("missing Content-Length".into()));
     };
     if len > max_body as u64 {
-        if len > MAX_SKIP {
+        if !skip || len > MAX_SKIP {
             // Not believable: answer now; the resynchronisation skips
             // whatever of it does come.
             return Ok(Frame::TooLarge(len));
@@ -277,5 +313,47 @@ mod tests {
             read_frame(&mut c, 100).ok(),
             Some(Frame::Body(b"{}".to_vec()))
         );
+    }
+
+    #[test]
+    fn strict_frames_name_what_is_not_a_frame() {
+        let mut c = Cursor::new(b"\r\nContent-Length: 2\r\n\r\n{}<!DOCTYPE html>\n<html>".to_vec());
+        assert_eq!(
+            read_frame_strict(&mut c, 100).ok(),
+            Some(Frame::Body(b"{}".to_vec()))
+        );
+        match read_frame_strict(&mut c, 100) {
+            Ok(Frame::Malformed(m)) => assert!(m.contains("<!DOCTYPE html>"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+        // A claim over the maximum is refused without reading the body.
+        let mut c = Cursor::new(b"Content-Length: 200\r\n\r\nxx".to_vec());
+        assert_eq!(
+            read_frame_strict(&mut c, 100).ok(),
+            Some(Frame::TooLarge(200))
+        );
+        assert_eq!(c.position(), 23);
+        let mut c = Cursor::new(b"Content-Length: 5\r\n\r\nab".to_vec());
+        assert!(matches!(
+            read_frame_strict(&mut c, 100),
+            Ok(Frame::Malformed(m)) if m.contains("inside body")
+        ));
+        let mut c = Cursor::new(b"garbage without a line end".to_vec());
+        assert!(matches!(
+            read_frame_strict(&mut c, 100),
+            Ok(Frame::Malformed(m)) if m.contains("garbage")
+        ));
+        let mut c = Cursor::new(b"\n\n".to_vec());
+        assert_eq!(read_frame_strict(&mut c, 100).ok(), Some(Frame::Eof));
+        let mut c = Cursor::new(vec![b'{'; MAX_HEADER_LINE * 3]);
+        assert!(matches!(
+            read_frame_strict(&mut c, 100),
+            Ok(Frame::Malformed(m)) if m.contains("not a Content-Length frame")
+        ));
+        let mut c = Cursor::new(b"Content-Type: x\r\n\r\n{}".to_vec());
+        assert!(matches!(
+            read_frame_strict(&mut c, 100),
+            Ok(Frame::Malformed(m)) if m.contains("missing Content-Length")
+        ));
     }
 }

@@ -7,7 +7,8 @@
 //! transaction, by default on a thread of its own; for PostgreSQL
 //! optionally several, sharded by session; total memory bounded), the stdio server and the
 //! one-shot `check` ([`server`]), TLS with rustls ([`tls`]), and a client
-//! for a remote Guardian over HTTP or HTTPS ([`client`]).
+//! for a remote Guardian over HTTP, HTTPS or stdio ([`client`], its stdio
+//! transport in [`stdio_client`]).
 //!
 //! **Must never:** decide (every answer comes from `Guardian::handle`),
 //! buffer without bound for a client that sends or never reads, or let one
@@ -18,6 +19,7 @@ pub mod framing;
 pub mod http;
 pub mod server;
 pub mod stats;
+pub mod stdio_client;
 pub mod tls;
 
 pub use mnemo_guardian_store::{DynStore, GuardOptions, OpenError};

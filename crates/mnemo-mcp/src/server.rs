@@ -721,6 +721,7 @@ impl MnemoServer {
             feature: args.feature,
             policy: bank.policy.clone(),
             guardian_url: None,
+            guardian_cmd: None,
             guardian_tls: Default::default(),
             trigger: mnemo_guardian::Trigger::FrameworkInitiated,
             lock_timeout: mnemo_bank::ops::LOCK_TIMEOUT,

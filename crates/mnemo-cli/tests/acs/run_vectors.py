@@ -36,10 +36,13 @@ expectation file.
 * Members that judge the Observed Agent (`applied`, or `witnessScope: SELF`
   with the agent's side of a scenario) are also played in the client role:
   a fake Guardian of the runner's answers as the payload says and the real
-  `mnemo gate --guardian-url` is the Observed Agent. Their rows carry
-  PASS-CLIENT / N/A-CLIENT / FAIL-CLIENT unless the Guardian's answer passes
-  (and the client did nothing the member forbids). Over stdio mnemo has no
-  client: N/A-CLIENT. The summary also prints the answer-alone bound: the
+  `mnemo gate` is the Observed Agent: over HTTP with `--guardian-url` (the
+  fake serves 127.0.0.1), over stdio with `--guardian-cmd` (the fake is this
+  script run as `--fake-stdio-guardian SPEC`, Content-Length frames on its
+  stdin and stdout; a gateway page is its HTML body sent as a frame). Their
+  rows carry PASS-CLIENT / N/A-CLIENT / FAIL-CLIENT unless the Guardian's
+  answer passes (and the client did nothing the member forbids), per
+  transport. The summary also prints the answer-alone bound: the
   reference runner's members grouped by byte-identical requests, and the
   best score a Guardian could reach by its answer alone.
 
@@ -54,6 +57,7 @@ import hashlib
 import hmac
 import json
 import os
+import shlex
 import socket
 import subprocess
 import sys
@@ -438,7 +442,6 @@ SCENARIO_FIELDS = ("guardian_response", "audit_events", "on_decision_failure", "
                    "applied", "deployment_audit_log")
 SESSION_REFUSED = -32000  # §4.1: a refusal is a decision; the startup posture does not apply
 CLIENT_TIMEOUT_S = 5  # RemoteGuardian's connect/read timeout
-NO_STDIO = "mnemo's client speaks HTTP only (no stdio transport)"
 ALLOWED_SUMMARY = {"agent": "hermes", "summary": "Added POST /api/v1/orders returning 201",
                    "status": "complete"}
 
@@ -451,6 +454,27 @@ def judges_client(member: dict) -> bool:
     if "applied" in p:
         return True
     return member.get("witnessScope") == "SELF" and any(k in p for k in SCENARIO_FIELDS)
+
+
+def fake_how(hello, decisive, method: str):
+    return hello if method == "handshake/hello" else (
+        decisive if method == "steps/preCompact" else "allow")
+
+
+def fake_answer(how, rid) -> bytes:
+    """The JSON-RPC answer of a fake Guardian (`how` is not "silent" and
+    not a raw HTTP answer)."""
+    if how == "ok":
+        out = {"result": {"acs_version": "0.1.0", "negotiated_version": "0.1.0",
+                          "methods_evaluated": ["steps/memoryContextRetrieval", "steps/preCompact"]}}
+    elif how == "allow":
+        out = {"result": {"acs_version": "0.1.0", "request_id": rid, "type": "final",
+                          "decision": "allow", "reasoning": "fake Guardian: allow"}}
+    elif "error" in how:
+        out = {"error": {"message": "fake Guardian", **how["error"]}}
+    else:
+        out = {"result": {**how, "request_id": rid}}
+    return json.dumps({"jsonrpc": "2.0", "id": rid, **out}).encode()
 
 
 class FakeGuardian:
@@ -479,8 +503,7 @@ class FakeGuardian:
                 method = req.get("method", "?")
                 fake.methods.append(method)
                 rid = req.get("id")
-                how = fake.hello if method == "handshake/hello" else (
-                    fake.decisive if method == "steps/preCompact" else "allow")
+                how = fake_how(fake.hello, fake.decisive, method)
                 if how == "silent":
                     # Hold the connection, answer nothing; the client's
                     # timeout ends it (its close ends the read).
@@ -494,19 +517,8 @@ class FakeGuardian:
                 if isinstance(how, dict) and "status" in how:
                     status, ctype, body = how["status"], how["content_type"], how["body"].encode()
                 else:
-                    if how == "ok":
-                        out = {"result": {"acs_version": "0.1.0", "negotiated_version": "0.1.0",
-                                          "methods_evaluated": ["steps/memoryContextRetrieval",
-                                                                "steps/preCompact"]}}
-                    elif how == "allow":
-                        out = {"result": {"acs_version": "0.1.0", "request_id": rid, "type": "final",
-                                          "decision": "allow", "reasoning": "fake Guardian: allow"}}
-                    elif "error" in how:
-                        out = {"error": {"message": "fake Guardian", **how["error"]}}
-                    else:
-                        out = {"result": {**how, "request_id": rid}}
                     status, ctype = 200, "application/json"
-                    body = json.dumps({"jsonrpc": "2.0", "id": rid, **out}).encode()
+                    body = fake_answer(how, rid)
                 self.send_response(status)
                 self.send_header("content-type", ctype)
                 self.send_header("content-length", str(len(body)))
@@ -525,6 +537,69 @@ class FakeGuardian:
         self.server.server_close()
 
 
+class FakeStdioGuardian:
+    """The same fake Guardian over stdio: mnemo runs this script with
+    `--fake-stdio-guardian SPEC` as its Guardian command (`--guardian-cmd`);
+    SPEC (a JSON file) holds `hello`, `decisive` and the file the child
+    appends each method it read to. A raw HTTP answer is sent as its body
+    in a frame (a page where a JSON-RPC message belongs)."""
+
+    def __init__(self, tmp: Path, hello="ok", decisive="allow"):
+        self.methods_file = tmp / "fake-methods.txt"
+        self.methods_file.write_text("")
+        spec = tmp / "fake-spec.json"
+        spec.write_text(json.dumps({"hello": hello, "decisive": decisive,
+                                    "methods": str(self.methods_file)}))
+        self.cmd = shlex.join([sys.executable, os.path.abspath(__file__), "--fake-stdio-guardian",
+                               str(spec)])
+
+    @property
+    def methods(self) -> list:
+        return self.methods_file.read_text().split()
+
+    def close(self):
+        pass
+
+
+def fake_stdio_guardian(spec_path: str) -> int:
+    """The child side of FakeStdioGuardian: Content-Length frames on stdin
+    and stdout until end of input (or, "silent", until killed)."""
+    spec = json.loads(Path(spec_path).read_text())
+    inp, out = sys.stdin.buffer, sys.stdout.buffer
+    while True:
+        length = None
+        while True:
+            line = inp.readline()
+            if not line:
+                return 0
+            line = line.strip()
+            if not line:
+                if length is None:
+                    continue
+                break
+            k, _, v = line.decode(errors="replace").partition(":")
+            if k.strip().lower() == "content-length":
+                length = int(v)
+        try:
+            req = json.loads(inp.read(length))
+        except ValueError:
+            req = {}
+        method = req.get("method", "?") if isinstance(req, dict) else "?"
+        with open(spec["methods"], "a") as f:
+            f.write(method + "\n")
+        how = fake_how(spec["hello"], spec["decisive"], method)
+        if how == "silent":
+            # Answer nothing; the client's timeout ends this process.
+            time.sleep(CLIENT_TIMEOUT_S + 10)
+            return 0
+        if isinstance(how, dict) and "status" in how:
+            body = how["body"].encode()
+        else:
+            body = fake_answer(how, req.get("id") if isinstance(req, dict) else None)
+        out.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        out.flush()
+
+
 class ClientHung(Exception):
     pass
 
@@ -536,21 +611,28 @@ def bank_state(bank: Path) -> dict:
             for f in sorted(bank.rglob("*")) if f.is_file()}
 
 
-def observe_client(mnemo: str, tmp: Path, hello="ok", decisive="allow", env_extra=None) -> dict:
-    """One `mnemo gate --guardian-url` against a FakeGuardian: mnemo's
-    evidence."""
+def observe_client(mnemo: str, tmp: Path, transport: str, hello="ok", decisive="allow",
+                   env_extra=None) -> dict:
+    """One `mnemo gate` against a fake Guardian (`--guardian-url` to a
+    FakeGuardian over HTTP, `--guardian-cmd` running a FakeStdioGuardian
+    over stdio): mnemo's evidence."""
     tmp.mkdir(parents=True, exist_ok=True)
     (tmp / "summary.json").write_text(json.dumps(ALLOWED_SUMMARY))
     bank = tmp / "bank"
     before = bank_state(bank)
-    fake = FakeGuardian(hello, decisive)
+    if transport == "http":
+        fake = FakeGuardian(hello, decisive)
+        flag = ["--guardian-url", fake.url]
+    else:
+        fake = FakeStdioGuardian(tmp, hello, decisive)
+        flag = ["--guardian-cmd", fake.cmd]
     env = {k: v for k, v in os.environ.items()
-           if k not in ("MNEMO_CONFIG", "MNEMO_GUARDIAN_URL", "MNEMO_GUARDIAN_CA")}
+           if k not in ("MNEMO_CONFIG", "MNEMO_GUARDIAN_URL", "MNEMO_GUARDIAN_CMD", "MNEMO_GUARDIAN_CA")}
     env.update(env_extra or {})
     try:
         exe = os.path.abspath(mnemo) if os.sep in mnemo else mnemo  # it runs in tmp
         p = subprocess.run([exe, "--bank", str(bank), "gate", "--phase", "1", "--from", "hermes",
-                            "--to", "aphrodite", "--date", "2026-09-09", "--guardian-url", fake.url,
+                            "--to", "aphrodite", "--date", "2026-09-09", *flag,
                             str(tmp / "summary.json")], env=env, cwd=tmp, stdin=subprocess.DEVNULL,
                            capture_output=True, timeout=CLIENT_TIMEOUT_S * 6)
         code, stderr = p.returncode, p.stderr
@@ -572,16 +654,16 @@ def evidence_text(ev: dict) -> str:
     return f"exit {ev['exit']}, {what}, bank unchanged"
 
 
-def client_replay(mnemo: str, member: dict, tmp: Path) -> tuple[str, str, str]:
+def client_replay(mnemo: str, member: dict, tmp: Path, transport: str) -> tuple[str, str, str]:
     try:
-        return play_client(mnemo, member, tmp)
+        return play_client(mnemo, member, tmp, transport)
     except ClientHung as e:
         return "FAIL-CLIENT", str(e), "the Observed Agent must wait up to its timeout, not hang"
 
 
-def play_client(mnemo: str, member: dict, tmp: Path) -> tuple[str, str, str]:
+def play_client(mnemo: str, member: dict, tmp: Path, transport: str) -> tuple[str, str, str]:
     """(status, what mnemo did, why) of the member's scenario played
-    against mnemo's client over HTTP. PASS-CLIENT: mnemo's evidence is not
+    against mnemo's client over `transport`. PASS-CLIENT: mnemo's evidence is not
     what the member rejects (or is what it accepts); N/A-CLIENT: the
     scenario needs something mnemo's client does not have, and mnemo did
     nothing the member's property forbids; FAIL-CLIENT otherwise."""
@@ -592,7 +674,7 @@ def play_client(mnemo: str, member: dict, tmp: Path) -> tuple[str, str, str]:
     if method == "handshake/hello" and any(k in p for k in ("handshake_answer", "server_hello", "startup_posture")):
         answer = p.get("handshake_answer")
         hello = "silent" if answer is None else (answer if isinstance(answer, dict) and "error" in answer else "ok")
-        ev = observe_client(mnemo, tmp, hello=hello)
+        ev = observe_client(mnemo, tmp, transport, hello=hello)
         if hello == "silent":
             said = "hello unanswered"
         elif hello == "ok":
@@ -622,7 +704,8 @@ def play_client(mnemo: str, member: dict, tmp: Path) -> tuple[str, str, str]:
         result = (p.get("response") or {}).get("result")
         if not isinstance(result, dict):
             return "N/A-CLIENT", "not played", "the member states no Guardian response to play"
-        ev = observe_client(mnemo, tmp, decisive={k: v for k, v in result.items() if k != "request_id"})
+        ev = observe_client(mnemo, tmp, transport,
+                            decisive={k: v for k, v in result.items() if k != "request_id"})
         named = "modify_unsupported" in ev["line"] and "applied deny" in ev["line"]
         got = f"preCompact answered {result.get('decision')}: " + evidence_text(ev) + (
             "; refusal names received modify, applied deny, modify_unsupported" if named else "")
@@ -643,7 +726,7 @@ def play_client(mnemo: str, member: dict, tmp: Path) -> tuple[str, str, str]:
 
     if "trace_sink" in p:
         dead = free_port()
-        ev = observe_client(mnemo, tmp, env_extra={
+        ev = observe_client(mnemo, tmp, transport, env_extra={
             "OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{dead}"})
         disposition = "allow" if ev["executed"] and ev["exit"] == 0 else "deny"
         want = p.get("guardian_decision", "allow")
@@ -654,7 +737,7 @@ def play_client(mnemo: str, member: dict, tmp: Path) -> tuple[str, str, str]:
                 "no trace, so none can change its disposition (it equals the Guardian's)")
 
     if "on_decision_failure" in p or ("guardian_response" in p and p["guardian_response"] is None):
-        ev = observe_client(mnemo, tmp, decisive="silent")
+        ev = observe_client(mnemo, tmp, transport, decisive="silent")
         got = "preCompact unanswered: " + evidence_text(ev)
         if ev["executed"] or ev["exit"] == 0:
             return "FAIL-CLIENT", got, "mnemo proceeded without a decision"
@@ -666,10 +749,13 @@ def play_client(mnemo: str, member: dict, tmp: Path) -> tuple[str, str, str]:
 
     if isinstance(p.get("guardian_response"), dict):
         body = str(p["guardian_response"].get("body", ""))
-        evs = [observe_client(mnemo, tmp / str(status), decisive={
-            "status": status, "content_type": "text/html", "body": body}) for status in (504, 200)]
-        got = "; ".join(f"preCompact answered HTTP {s} text/html: " + evidence_text(ev)
-                        for s, ev in zip((504, 200), evs))
+        # Over stdio there is no status line: the page is sent once, as a frame.
+        statuses = (504, 200) if transport == "http" else (None,)
+        evs = [observe_client(mnemo, tmp / str(status or "frame"), transport, decisive={
+            "status": status, "content_type": "text/html", "body": body}) for status in statuses]
+        got = "; ".join((f"preCompact answered HTTP {s} text/html: " if s else
+                         "preCompact answered with the page as a frame: ") + evidence_text(ev)
+                        for s, ev in zip(statuses, evs))
         if any(ev["executed"] or ev["exit"] == 0 or not ev["asked"] for ev in evs):
             return "FAIL-CLIENT", got, "mnemo read a page as a decision"
         return "PASS-CLIENT", got, "a gateway page is no decision (6.4): refused, nothing compacted"
@@ -854,6 +940,8 @@ HEADER = ("# vector id\thttp\tstdio\treason (statuses written by run_vectors.py 
 
 
 def main() -> int:
+    if len(sys.argv) == 3 and sys.argv[1] == "--fake-stdio-guardian":
+        return fake_stdio_guardian(sys.argv[2])
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--mnemo", required=True)
     ap.add_argument("--corpus", type=Path)
@@ -887,10 +975,11 @@ def main() -> int:
             got[t] = run_member(a.mnemo, m, own, t, a.tmp / m["id"] / t)
         client = None
         if not own and judges_client(m):
-            # The client role: over HTTP against mnemo's client; over stdio
-            # there is no client of mnemo's to play it against.
-            client = {"http": client_replay(a.mnemo, m, a.tmp / m["id"] / "client"),
-                      "stdio": ("N/A-CLIENT", "not played", NO_STDIO)}
+            # The client role, per transport: mnemo gate --guardian-url
+            # against a FakeGuardian, --guardian-cmd running a
+            # FakeStdioGuardian.
+            client = {t: client_replay(a.mnemo, m, a.tmp / m["id"] / f"client-{t}", t)
+                      for t in ("http", "stdio")}
             for t in ("http", "stdio"):
                 got[t] = (combine(got[t][0], client[t][0]), got[t][1])
         e = m["expected"]
@@ -904,15 +993,17 @@ def main() -> int:
             drift.append((m["id"], want, now))
     print("corpus* = a member the standard's reference runner sends; got = the Guardian's answers; "
           "client role = the member's scenario played against mnemo's client (mnemo gate "
-          "--guardian-url, a fake Guardian of the runner's); reason: from expected.tsv")
+          "--guardian-url / --guardian-cmd, a fake Guardian of the runner's); reason: from expected.tsv")
     print()
     print("| vector | source | family | expected | got (http) | status | got (stdio) | status "
-          "| client role (http) | reason |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "| client role (http) | client role (stdio) | reason |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for vid, src, fam, exp, got, client in rows:
-        role = f"{client['http'][0]}: {client['http'][1]} ({client['http'][2]})" if client else ""
+        role = {t: f"{client[t][0]}: {client[t][1]} ({client[t][2]})" if client else ""
+                for t in ("http", "stdio")}
         print(f"| {vid} | {src} | {fam} | {exp} | {got['http'][1]} | {got['http'][0]} | "
-              f"{got['stdio'][1]} | {got['stdio'][0]} | {role} | {reasons.get(vid, '')} |")
+              f"{got['stdio'][1]} | {got['stdio'][0]} | {role['http']} | {role['stdio']} | "
+              f"{reasons.get(vid, '')} |")
     for t in ("http", "stdio"):
         for src in ("corpus*", "corpus", "own"):
             sel = [r for r in rows if r[1] == src or (src == "corpus" and r[1] == "corpus*")]
@@ -922,15 +1013,16 @@ def main() -> int:
             name = {"corpus*": "corpus, sent by the reference runner", "corpus": "corpus, on the wire",
                     "own": "own"}[src]
             print(f"{t} {name}: {len(sel)} members: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
-    for src in ("corpus*", "corpus"):
-        sel = [r for r in rows if r[5] and (r[1] == src or src == "corpus")]
-        if sel:
-            counts = {}
-            for r in sel:
-                counts[r[5]["http"][0]] = counts.get(r[5]["http"][0], 0) + 1
-            name = {"corpus*": "sent by the reference runner", "corpus": "on the wire"}[src]
-            print(f"client role (http), corpus members {name} that judge the Observed Agent: {len(sel)}: "
-                  + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    for t in ("http", "stdio"):
+        for src in ("corpus*", "corpus"):
+            sel = [r for r in rows if r[5] and (r[1] == src or src == "corpus")]
+            if sel:
+                counts = {}
+                for r in sel:
+                    counts[r[5][t][0]] = counts.get(r[5][t][0], 0) + 1
+                name = {"corpus*": "sent by the reference runner", "corpus": "on the wire"}[src]
+                print(f"client role ({t}), corpus members {name} that judge the Observed Agent: {len(sel)}: "
+                      + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     if bound["members"]:
         print(f"answer alone: reference set {bound['members']} members, {bound['groups']} request groups, "
               f"{bound['opposite']} share their requests with a member expecting the opposite verdict, "
