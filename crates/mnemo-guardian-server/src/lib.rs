@@ -16,6 +16,7 @@
 pub mod client;
 pub mod framing;
 pub mod http;
+pub mod posture;
 pub mod server;
 pub mod stats;
 pub mod tls;
