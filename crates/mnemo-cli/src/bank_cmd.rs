@@ -424,6 +424,9 @@ struct GateJson<'a> {
     flags: &'a [String],
     trim: Option<&'a str>,
     changed: &'a [String],
+    /// Set when the gate compacted without its remote Guardian's decision.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    guardian_warning: Option<&'a str>,
 }
 
 #[derive(serde::Serialize)]
@@ -502,6 +505,7 @@ fn gate_json<'a>(opts: &'a GateOptions, r: &'a ops::GateReport) -> GateJson<'a> 
         flags: &r.flags,
         trim: r.trim.as_deref(),
         changed: &r.changed,
+        guardian_warning: r.guardian_warning.as_deref(),
     }
 }
 

@@ -395,6 +395,40 @@ fn a_silent_precompact_is_a_decision_failure() {
     assert_eq!(a["received"], "no_answer");
     assert_eq!(a["event"], "proceeded_without_decision");
     assert_eq!(a["request_id"], json!(fake.request_ids()[2]));
+    // `gate --json` carries the warning.
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::cargo_bin("mnemo")
+        .unwrap()
+        .current_dir(dir.path())
+        .env_remove("MNEMO_CONFIG")
+        .args(["--bank", "bank", "gate", "--phase", "1", "--from", "hermes"])
+        .args([
+            "--to",
+            "aphrodite",
+            "--date",
+            "2026-11-30",
+            "--json",
+            "--guardian-url",
+            &free_url(),
+        ])
+        .args(["--guardian-startup-posture", "proceed", "-"])
+        .write_stdin(
+            r#"{"agent": "hermes", "summary": "Added POST /api/v1/orders", "status": "complete"}"#,
+        )
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        v["guardian_warning"]
+            .as_str()
+            .is_some_and(|w| w.contains("WITHOUT a decision")),
+        "{v}"
+    );
 }
 
 #[test]

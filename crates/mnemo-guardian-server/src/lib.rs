@@ -7,7 +7,8 @@
 //! transaction, by default on a thread of its own; for PostgreSQL
 //! optionally several, sharded by session; total memory bounded), the stdio server and the
 //! one-shot `check` ([`server`]), TLS with rustls ([`tls`]), and a client
-//! for a remote Guardian over HTTP or HTTPS ([`client`]).
+//! for a remote Guardian over HTTP or HTTPS ([`client`]), with the
+//! postures that resolve its failures and its audit record ([`posture`]).
 //!
 //! **Must never:** decide (every answer comes from `Guardian::handle`),
 //! buffer without bound for a client that sends or never reads, or let one
