@@ -460,6 +460,21 @@ mod tests {
     }
 
     #[test]
+    fn the_announced_posture_is_read_in_every_shape() {
+        use crate::client::announced_failure_posture as announced;
+        assert_eq!(
+            announced(&json!({"on_decision_failure": "deny"})),
+            Some("deny")
+        );
+        assert_eq!(announced(&json!({"on_timeout": "deny"})), Some("deny"));
+        assert_eq!(
+            announced(&json!({"payload": {"on_decision_failure": "proceed"}})),
+            Some("proceed")
+        );
+        assert_eq!(announced(&json!({"negotiated_version": "0.1.0"})), None);
+    }
+
+    #[test]
     fn failures_are_named() {
         let io = |k| ClientError::Io {
             url: "u".into(),
