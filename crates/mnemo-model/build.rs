@@ -14,8 +14,9 @@ mod hundredths;
 mod config;
 
 use config::{
-    AgentsConfig, Bands, BlockerRules, BudgetConfig, Config, FileNovelty, Keyword, Mask, Matching,
-    PathsConfig, ScoringConfig, Variant, Weights,
+    AgentsConfig, Bands, BlockerRules, BudgetConfig, Config, FailurePosture, FileNovelty,
+    GuardianClientConfig, Keyword, Mask, Matching, PathsConfig, ScoringConfig, StartupPosture,
+    Variant, Weights,
 };
 use hundredths::Hundredths;
 use std::collections::BTreeMap;
@@ -86,6 +87,24 @@ impl Lit for Matching {
     }
 }
 
+impl Lit for StartupPosture {
+    fn lit(&self) -> String {
+        match self {
+            StartupPosture::Refuse => "StartupPosture::Refuse".into(),
+            StartupPosture::Proceed => "StartupPosture::Proceed".into(),
+        }
+    }
+}
+
+impl Lit for FailurePosture {
+    fn lit(&self) -> String {
+        match self {
+            FailurePosture::Deny => "FailurePosture::Deny".into(),
+            FailurePosture::Proceed => "FailurePosture::Proceed".into(),
+        }
+    }
+}
+
 impl<T: Lit> Lit for Vec<T> {
     fn lit(&self) -> String {
         let items: Vec<String> = self.iter().map(Lit::lit).collect();
@@ -130,5 +149,6 @@ lit_struct! {
     BudgetConfig { total_lines, default_phases, min_phase_lines, carryover_percent,
         max_critical_per_phase, max_summary_bytes }
     PathsConfig { bank, learnings }
-    Config { scoring, agents, masks, variants, budget, paths }
+    GuardianClientConfig { startup_posture, on_decision_failure }
+    Config { scoring, agents, masks, variants, budget, paths, guardian_client }
 }

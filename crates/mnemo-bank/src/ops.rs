@@ -22,6 +22,7 @@ use mnemo_guardian::decide::{EntryProvenance, check_compaction};
 use mnemo_guardian::model::{Origin as GOrigin, Provenance as GProvenance, Trigger};
 use mnemo_guardian::policy::Policy;
 use mnemo_guardian_server::client::RemoteGuardian;
+use mnemo_guardian_server::posture;
 use mnemo_model::{Config, Format, SummaryRecord, parse_records};
 use mnemo_score::Engine;
 use mnemo_scrub::Scrubber;
@@ -117,7 +118,9 @@ pub struct GateOptions {
     /// The Guardian's policy (in process).
     pub policy: Policy,
     /// A remote Guardian (`mnemo guard http`) to ask instead of deciding in
-    /// process; when it cannot be reached nothing is compacted (fail closed).
+    /// process; when it gives no usable answer, `config.guardian_client`'s
+    /// postures decide (default: nothing is compacted), and every
+    /// consultation is a line of [`GUARDIAN_AUDIT`].
     pub guardian_url: Option<String>,
     /// TLS files for an `https://` `guardian_url`.
     pub guardian_tls: mnemo_guardian_server::client::ClientTls,
@@ -169,6 +172,10 @@ pub struct GateReport {
     /// Every record of the batch, in input order: key, band, score, lines,
     /// tokens and what happened to it (`gate --json`).
     pub outcomes: Vec<EntryOutcome>,
+    /// Set when the gate compacted without a decision of its remote
+    /// Guardian (a posture `proceed`): the warning to print.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub guardian_warning: Option<String>,
 }
 
 impl GateReport {
@@ -364,37 +371,178 @@ fn to_change(c: FileChange) -> Change {
 }
 
 /// The remote Guardian of `opts` (HTTP(S) or stdio), if one is
-/// configured; a command wins over a URL (the CLI makes them exclusive).
+/// configured, with the name the audit record gives it (the URL, or
+/// `stdio: ` and the command); a command wins over a URL (the CLI makes
+/// them exclusive).
+#[allow(clippy::type_complexity)]
 fn remote_guardian(
     opts: &GateOptions,
-) -> Option<std::result::Result<RemoteGuardian, mnemo_guardian_server::client::ClientError>> {
+) -> Option<(
+    String,
+    std::result::Result<RemoteGuardian, mnemo_guardian_server::client::ClientError>,
+)> {
     match (&opts.guardian_cmd, &opts.guardian_url) {
-        (Some(argv), _) => Some(RemoteGuardian::command(argv.clone())),
-        (None, Some(url)) => Some(RemoteGuardian::connect(url, &opts.guardian_tls)),
+        (Some(argv), _) => Some((
+            format!("stdio: {}", argv.join(" ")),
+            RemoteGuardian::command(argv.clone()),
+        )),
+        (None, Some(url)) => Some((
+            url.clone(),
+            RemoteGuardian::connect(url, &opts.guardian_tls),
+        )),
         (None, None) => None,
     }
 }
 
-/// Asks the Guardian (in process or remote) before compacting anything.
-fn ask_guardian(opts: &GateOptions, records: &[(String, SummaryRecord)]) -> Result<()> {
+/// The deployment's own audit log of the gate's remote Guardian client:
+/// one JSON line per gate that asked a remote Guardian (ACS §4.1, §6.4,
+/// §6.5: what was received, what was applied and why).
+pub const GUARDIAN_AUDIT: &str = "_xref/guardian-audit.jsonl";
+
+/// What asking the Guardian gave.
+struct Asked {
+    /// The audit record (a remote Guardian was asked), before `compacted`.
+    record: Option<serde_json::Value>,
+    /// The warning of a gate that goes ahead without a decision.
+    warning: Option<String>,
+    /// Whether the compaction may go ahead.
+    result: Result<()>,
+}
+
+fn postures(config: &Config) -> posture::Postures {
+    use mnemo_model::config::{FailurePosture, StartupPosture};
+    posture::Postures {
+        startup: match config.guardian_client.startup_posture {
+            StartupPosture::Refuse => posture::StartupPosture::Refuse,
+            StartupPosture::Proceed => posture::StartupPosture::Proceed,
+        },
+        on_decision_failure: match config.guardian_client.on_decision_failure {
+            FailurePosture::Deny => posture::FailurePosture::Deny,
+            FailurePosture::Proceed => posture::FailurePosture::Proceed,
+        },
+    }
+}
+
+fn denied(decision: mnemo_guardian::decide::Decision) -> BankError {
+    BankError::Denied {
+        reasoning: decision.reasoning,
+        codes: decision.reason_codes.join(", "),
+    }
+}
+
+/// Asks the Guardian (in process or remote) before compacting anything. A
+/// remote Guardian's answer, or its silence, is resolved by the postures
+/// of `[guardian_client]` ([`posture::apply`]) and gives an audit record.
+fn ask_guardian(config: &Config, opts: &GateOptions, records: &[(String, SummaryRecord)]) -> Asked {
     let entries = entry_provenance(records);
-    let decision = match remote_guardian(opts) {
-        None => check_compaction(&opts.policy, &entries, opts.trigger),
-        Some(remote) => remote
-            .and_then(|g| g.check_compaction(&entries, opts.trigger))
-            .map_err(|e| {
-                BankError::Refused(format!(
-                    "cannot ask the Guardian, so nothing was compacted: {e}"
-                ))
-            })?,
+    let Some((url, remote)) = remote_guardian(opts) else {
+        let decision = check_compaction(&opts.policy, &entries, opts.trigger);
+        return Asked {
+            record: None,
+            warning: None,
+            result: if decision.allowed() {
+                Ok(())
+            } else {
+                Err(denied(decision))
+            },
+        };
     };
-    if decision.allowed() {
-        Ok(())
+    // A URL or TLS files that cannot be used ask nobody: a usage error.
+    let g = match remote {
+        Ok(g) => g,
+        Err(e) => {
+            return Asked {
+                record: None,
+                warning: None,
+                result: Err(BankError::Refused(format!(
+                    "cannot ask the Guardian, so nothing was compacted: {e}"
+                ))),
+            };
+        }
+    };
+    let consultation = g.consult(&entries, opts.trigger);
+    let applied = posture::apply(&consultation, postures(config));
+    let mut record = serde_json::json!({
+        "version": 1,
+        "guardian": url,
+        "phase": opts.phase,
+        "date": opts.date,
+    });
+    if let (serde_json::Value::Object(m), serde_json::Value::Object(a)) =
+        (&mut record, applied.record())
+    {
+        m.extend(a.clone());
+    }
+    let (warning, result) = match (applied.applied, consultation.outcome) {
+        (posture::AppliedAs::Allow, _) => (None, Ok(())),
+        (posture::AppliedAs::ProceededUnguarded, _) => (Some(applied.message), Ok(())),
+        (posture::AppliedAs::Deny, posture::Outcome::Decided { decision, .. }) => {
+            (None, Err(denied(decision)))
+        }
+        (posture::AppliedAs::Deny, _) => (None, Err(BankError::Refused(applied.message))),
+    };
+    Asked {
+        record: Some(record),
+        warning,
+        result,
+    }
+}
+
+/// The audit line of `record` (every string scrubbed on its own, so a
+/// redaction cannot break the JSON), with `compacted` and, for a gate that
+/// failed after the Guardian was asked, its error.
+fn audit_change(s: &Scrubber, record: &serde_json::Value, gate_error: Option<&str>) -> Change {
+    fn scrub_all(s: &Scrubber, v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::String(t) => *t = clean(s, t),
+            serde_json::Value::Array(a) => a.iter_mut().for_each(|x| scrub_all(s, x)),
+            serde_json::Value::Object(m) => m.values_mut().for_each(|x| scrub_all(s, x)),
+            _ => {}
+        }
+    }
+    let mut v = record.clone();
+    if let serde_json::Value::Object(m) = &mut v {
+        m.insert("compacted".into(), serde_json::json!(gate_error.is_none()));
+        if let Some(e) = gate_error {
+            m.insert("gate_error".into(), serde_json::json!(e));
+        }
+    }
+    scrub_all(s, &mut v);
+    Change::Append {
+        rel: GUARDIAN_AUDIT.to_string(),
+        content: format!("{v}\n"),
+    }
+}
+
+/// The audit line of a gate that compacts nothing, alone in its own
+/// commit (journaled like every write); the gate still fails with `err`,
+/// and if the line cannot be written the error says so too.
+fn record_only(
+    bank: &Bank,
+    s: &Scrubber,
+    opts: &GateOptions,
+    record: &serde_json::Value,
+    err: BankError,
+) -> BankError {
+    let refused = matches!(err, BankError::Denied { .. })
+        || record.get("applied").and_then(serde_json::Value::as_str) == Some("deny");
+    let gate_error = if refused {
+        "nothing was compacted (applied deny)".to_string()
     } else {
-        Err(BankError::Denied {
-            reasoning: decision.reasoning,
-            codes: decision.reason_codes.join(", "),
-        })
+        err.to_string()
+    };
+    let written = std::fs::create_dir_all(bank.root())
+        .map_err(|e| BankError::io(bank.root(), e))
+        .and_then(|()| open_locked(bank, opts.lock_timeout))
+        .and_then(|(lock, _)| {
+            txn::commit(bank, &lock, &[audit_change(s, record, Some(&gate_error))])
+        });
+    match written {
+        Ok(_) => err,
+        Err(e) => BankError::Refused(format!(
+            "{err}; and the Guardian audit log {} could not be written: {e}",
+            bank.path(GUARDIAN_AUDIT).display()
+        )),
     }
 }
 
@@ -437,7 +585,40 @@ fn gate_with(
         &scrub,
     );
     check_args(&opts.phase, &opts.date, prepared.feature.as_deref())?;
-    ask_guardian(opts, &prepared.records)?;
+    let asked = ask_guardian(config, opts, &prepared.records);
+    if let Err(e) = asked.result {
+        return Err(match &asked.record {
+            Some(r) => record_only(bank, s, opts, r, e),
+            None => e,
+        });
+    }
+    let audit = asked.record.as_ref().map(|r| audit_change(s, r, None));
+    match gate_commit(bank, config, opts, extra, prepared, audit) {
+        Ok(mut r) => {
+            r.guardian_warning = asked.warning;
+            Ok(r)
+        }
+        // Asked, then failed for another reason: the consultation is still
+        // recorded.
+        Err(e) => Err(match &asked.record {
+            Some(r) => record_only(bank, s, opts, r, e),
+            None => e,
+        }),
+    }
+}
+
+/// The plan and commit of an allowed gate (with the audit line, when a
+/// remote Guardian was asked, in the same commit).
+fn gate_commit(
+    bank: &Bank,
+    config: &Config,
+    opts: &GateOptions,
+    extra: &[Change],
+    prepared: plan::Prepared,
+    audit: Option<Change>,
+) -> Result<GateReport> {
+    let s = scrubber()?;
+    let scrub = |t: &str| clean(s, t);
     let engine = Engine::new(config).map_err(|e| BankError::Refused(e.to_string()))?;
     std::fs::create_dir_all(bank.root()).map_err(|e| BankError::io(bank.root(), e))?;
     let (lock, recovery) = open_locked(bank, opts.lock_timeout)?;
@@ -472,6 +653,7 @@ fn gate_with(
             })
             .cloned(),
     );
+    changes.extend(audit);
     let changed = txn::commit(bank, &lock, &changes)?;
     let o = planned.outcome;
     Ok(GateReport {
@@ -490,6 +672,7 @@ fn gate_with(
         critical: o.critical,
         high: o.high,
         outcomes: o.outcomes,
+        guardian_warning: None,
     })
 }
 

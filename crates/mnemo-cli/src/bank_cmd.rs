@@ -96,6 +96,18 @@ pub struct GuardianArgs {
     /// The PEM private key of --guardian-client-cert.
     #[arg(long, value_name = "FILE", requires = "guardian_client_cert")]
     guardian_client_key: Option<PathBuf>,
+    /// When the remote Guardian's hello (--guardian-url or --guardian-cmd)
+    /// gets no answer: `refuse` compacts
+    /// nothing, `proceed` compacts unguarded, loudly (ACS 4.1; default:
+    /// `[guardian_client] startup_posture` of mnemo.toml, else refuse).
+    #[arg(long, value_name = "POSTURE", value_parser = ["refuse", "proceed"])]
+    guardian_startup_posture: Option<String>,
+    /// When the remote Guardian gives a later step no decision: `deny` compacts
+    /// nothing, `proceed` compacts without one, loudly, unless the
+    /// Guardian announced deny (ACS 6.4; default: `[guardian_client]
+    /// on_decision_failure` of mnemo.toml, else deny).
+    #[arg(long, value_name = "POSTURE", value_parser = ["deny", "proceed"])]
+    guardian_on_decision_failure: Option<String>,
 }
 
 impl GuardianArgs {
@@ -113,6 +125,22 @@ impl GuardianArgs {
             bail!("--guardian-cmd is empty: expected a program and its arguments");
         }
         Ok(Some(argv))
+    }
+
+    /// The flags' postures over the configuration's.
+    fn postures(&self, config: &mut mnemo_model::Config) {
+        use mnemo_model::config::{FailurePosture, StartupPosture};
+        let c = &mut config.guardian_client;
+        match self.guardian_startup_posture.as_deref() {
+            Some("proceed") => c.startup_posture = StartupPosture::Proceed,
+            Some(_) => c.startup_posture = StartupPosture::Refuse,
+            None => {}
+        }
+        match self.guardian_on_decision_failure.as_deref() {
+            Some("proceed") => c.on_decision_failure = FailurePosture::Proceed,
+            Some(_) => c.on_decision_failure = FailurePosture::Deny,
+            None => {}
+        }
     }
 
     fn tls(&self) -> mnemo_guardian_server::client::ClientTls {
@@ -324,6 +352,10 @@ fn out(line: &str) -> Result<ExitCode> {
 }
 
 fn report_gate(global: &Global, r: &ops::GateReport) -> Vec<String> {
+    // Compacted without a Guardian's decision: said even under --quiet.
+    if let Some(w) = &r.guardian_warning {
+        let _ = writeln!(std::io::stderr().lock(), "warning: {w}");
+    }
     let mut notes = r.dropped.clone();
     notes.extend(r.skipped.iter().cloned());
     notes.extend(r.flags.iter().cloned());
@@ -353,7 +385,8 @@ fn recovery_notes(r: &mnemo_bank::Recovery) -> Vec<String> {
 
 /// `mnemo gate`.
 pub fn gate(args: GateArgs, global: &Global) -> Result<ExitCode> {
-    let (config, bank) = setup(global)?;
+    let (mut config, bank) = setup(global)?;
+    args.guardian.postures(&mut config);
     if args.phases == Some(0) {
         bail!("--phases must be at least 1");
     }
@@ -422,6 +455,9 @@ struct GateJson<'a> {
     flags: &'a [String],
     trim: Option<&'a str>,
     changed: &'a [String],
+    /// Set when the gate compacted without its remote Guardian's decision.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    guardian_warning: Option<&'a str>,
 }
 
 #[derive(serde::Serialize)]
@@ -500,12 +536,14 @@ fn gate_json<'a>(opts: &'a GateOptions, r: &'a ops::GateReport) -> GateJson<'a> 
         flags: &r.flags,
         trim: r.trim.as_deref(),
         changed: &r.changed,
+        guardian_warning: r.guardian_warning.as_deref(),
     }
 }
 
 /// `mnemo compress` (C6).
 pub fn compress(args: CompressArgs, global: &Global) -> Result<ExitCode> {
-    let (config, bank) = setup(global)?;
+    let (mut config, bank) = setup(global)?;
+    args.guardian.postures(&mut config);
     bank.require()?;
     let opts = GateOptions {
         phase: args.phase,

@@ -1,6 +1,6 @@
 //! `mnemo gate --guardian-url`: the bank's compaction asks a Guardian served
 //! by `mnemo guard http` over loopback; a deny or an unreachable Guardian
-//! writes nothing.
+//! writes nothing but the client's audit line (`_xref/guardian-audit.jsonl`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::net::{TcpListener, TcpStream};
@@ -96,6 +96,21 @@ fn the_gate_asks_a_remote_guardian() {
         !dir.path().join("bank/01-active-context.md").exists(),
         "a deny writes nothing"
     );
+    let audit = |dir: &Path| -> Vec<serde_json::Value> {
+        std::fs::read_to_string(dir.join("bank/_xref/guardian-audit.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let a = &audit(dir.path())[0];
+    assert_eq!(
+        (&a["received"], &a["applied"], &a["compacted"]),
+        (&"deny".into(), &"deny".into(), &false.into()),
+        "{a}"
+    );
+    // mnemo's own Guardian announces its posture (proceed by default).
+    assert_eq!(a["postures"]["announced_on_decision_failure"], "proceed");
 
     // The orchestrator's own summary is allowed.
     gate(
@@ -106,6 +121,10 @@ fn the_gate_asks_a_remote_guardian() {
     .success()
     .stdout(predicate::str::starts_with("Compression complete: 1 entries compressed"));
     assert!(dir.path().join("bank/01-active-context.md").is_file());
+    let lines = audit(dir.path());
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[1]["applied"], "allow");
+    assert_eq!(lines[1]["compacted"], true);
 }
 
 #[test]

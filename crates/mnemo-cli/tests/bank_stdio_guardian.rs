@@ -50,7 +50,13 @@ fn gate(dir: &Path, cmd: &str, summary: &str) -> assert_cmd::assert::Assert {
 }
 
 /// Every file under `bank`, with its bytes.
+/// The bank's content: every file but the client's own audit log (the one
+/// write of a refused gate, checked apart by [`last_audit`]) and the lock.
 fn snapshot(bank: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let skip = [
+        bank.join("_xref").join("guardian-audit.jsonl"),
+        bank.join(".tmp").join("compress.lock"),
+    ];
     let mut out = BTreeMap::new();
     let mut todo = vec![bank.to_path_buf()];
     while let Some(d) = todo.pop() {
@@ -61,12 +67,18 @@ fn snapshot(bank: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
             let p = e.unwrap().path();
             if p.is_dir() {
                 todo.push(p);
-            } else {
+            } else if !skip.contains(&p) {
                 out.insert(p.clone(), std::fs::read(&p).unwrap());
             }
         }
     }
     out
+}
+
+/// The last line of the bank's `_xref/guardian-audit.jsonl`.
+fn last_audit(bank: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(bank.join("_xref").join("guardian-audit.jsonl")).unwrap();
+    serde_json::from_str(text.lines().last().unwrap()).unwrap()
 }
 
 fn stderr_of(a: &assert_cmd::assert::Assert) -> String {
@@ -256,6 +268,16 @@ fn refused(dir: &Path, cmd: &str, says: &[&str]) -> Duration {
         assert!(err.contains(s), "{cmd}: expected {s:?} in: {err}");
     }
     assert_eq!(snapshot(&bank), before, "{cmd}: the bank changed");
+    // The one write: the audit line of a consultation that compacted nothing.
+    let audit = last_audit(&bank);
+    assert_eq!(audit["applied"], "deny", "{cmd}: {audit}");
+    assert_eq!(audit["compacted"], false, "{cmd}: {audit}");
+    assert!(
+        audit["guardian"]
+            .as_str()
+            .is_some_and(|g| g.starts_with("stdio: ")),
+        "{cmd}: {audit}"
+    );
     took
 }
 

@@ -24,6 +24,7 @@
 //! puts it (the top of `result`) or where v0.1.0 Guardians put it
 //! (`result.payload`).
 
+use crate::posture::{Consultation, Outcome, REFUSAL_CODES, Stage, failure_kind};
 use mnemo_acs::model::{ACS_VERSION, Trigger, Verdict};
 use mnemo_acs::sign;
 use mnemo_guardian::decide::{Decision, EntryProvenance};
@@ -443,15 +444,50 @@ impl RemoteGuardian {
     }
 
     /// Asks the remote Guardian whether `entries` (oldest first) may be
-    /// compacted, in a fresh session (see the module documentation).
+    /// compacted, in a fresh session (see the module documentation). Any
+    /// failure is an error: the caller that wants the postures of ACS §4.1
+    /// and §6.4 uses [`RemoteGuardian::consult`].
     pub fn check_compaction(
         &self,
         entries: &[EntryProvenance],
         trigger: Trigger,
     ) -> Result<Decision, ClientError> {
+        match self.consult(entries, trigger).outcome {
+            Outcome::Decided { decision, .. } => Ok(decision),
+            Outcome::Refused { error } | Outcome::Failed { error, .. } => Err(error),
+        }
+    }
+
+    /// Asks as [`RemoteGuardian::check_compaction`] does and says what was
+    /// sent and what came back ([`crate::posture`]): the session, the
+    /// request ids, the ServerHello's `on_decision_failure`, and a
+    /// decision, a refusal of the session, or a failure at a named step
+    /// (the first failure ends the session: nothing more is sent).
+    pub fn consult(&self, entries: &[EntryProvenance], trigger: Trigger) -> Consultation {
         // One connection per session: a stdio Guardian's child ends with it.
         let _end = EndOnDrop(self);
-        let session = new_uuid();
+        let mut c = Consultation {
+            session_id: new_uuid(),
+            time: mnemo_acs::time::format_rfc3339_ms(mnemo_acs::time::now_ms()),
+            request_ids: Vec::with_capacity(entries.len() + 2),
+            announced_failure_posture: None,
+            outcome: Outcome::Failed {
+                stage: Stage::Hello,
+                received: "no_answer",
+                error: self.protocol("not asked"),
+            },
+        };
+        c.outcome = self.run_session(entries, trigger, &mut c);
+        c
+    }
+
+    fn run_session(
+        &self,
+        entries: &[EntryProvenance],
+        trigger: Trigger,
+        c: &mut Consultation,
+    ) -> Outcome {
+        let session = c.session_id.clone();
         let envelope = |method: &str, payload: Value| -> (String, Value) {
             let rid = new_uuid();
             let req = json!({"jsonrpc": "2.0", "method": method, "id": rid, "params": {
@@ -460,20 +496,41 @@ impl RemoteGuardian {
                 "metadata": {"agent_id": "mnemo", "session_id": session}, "payload": payload}});
             (rid, req)
         };
-        let (_, hello) = envelope(
+        let failed = |stage: Stage, error: ClientError| Outcome::Failed {
+            stage,
+            received: failure_kind(&error),
+            error,
+        };
+        let (rid, hello) = envelope(
             "handshake/hello",
             json!({"acs_versions_supported": [ACS_VERSION],
                    "methods_implemented": ["steps/memoryContextRetrieval", "steps/preCompact"],
                    "transports_supported": [self.transport_name()], "provenance_producer": "deterministic"}),
         );
-        let server_hello = self.call_ok(&hello)?;
-        let negotiated = negotiated_version(&server_hello)
-            .ok_or_else(|| self.protocol("handshake/hello: no ServerHello in the result"))?;
+        c.request_ids.push(rid);
+        let server_hello = match self.call_ok(&hello) {
+            Ok(r) => r,
+            // A refusal is a decision (ACS 4.1); any other failure leaves
+            // the session to the startup posture.
+            Err(error @ ClientError::Rpc { code, .. }) if REFUSAL_CODES.contains(&code) => {
+                return Outcome::Refused { error };
+            }
+            Err(error) => return failed(Stage::Hello, error),
+        };
+        let Some(negotiated) = negotiated_version(&server_hello) else {
+            return failed(
+                Stage::Hello,
+                self.protocol("handshake/hello: no ServerHello in the result"),
+            );
+        };
         if negotiated.split('.').next() != ACS_VERSION.split('.').next() {
-            return Err(self.protocol(format!(
-                "handshake/hello: the Guardian negotiated ACS {negotiated}, this client speaks {ACS_VERSION}"
-            )));
+            return Outcome::Refused {
+                error: self.protocol(format!(
+                    "handshake/hello: the Guardian negotiated ACS {negotiated}, this client speaks {ACS_VERSION}"
+                )),
+            };
         }
+        c.announced_failure_posture = announced_failure_posture(&server_hello).map(str::to_string);
         let mut steps = Vec::with_capacity(entries.len());
         for e in entries {
             let results: Vec<Value> = e
@@ -485,15 +542,35 @@ impl RemoteGuardian {
                 "steps/memoryContextRetrieval",
                 json!({"memory_store": {"name": "mnemo-bank", "scope": "session"}, "results": results}),
             );
-            self.call_ok(&req)?;
+            c.request_ids.push(rid.clone());
+            if let Err(error) = self.call_ok(&req) {
+                return failed(Stage::Retrieval, error);
+            }
             steps.push(rid);
         }
-        let (_, pre) = envelope(
+        let (rid, pre) = envelope(
             "steps/preCompact",
             json!({"entries_to_compact": steps, "triggered_by": trigger.as_str()}),
         );
-        let r = self.call_ok(&pre)?;
-        let received = r.get("decision").and_then(Value::as_str);
+        c.request_ids.push(rid);
+        let r = match self.call_ok(&pre) {
+            Ok(r) => r,
+            Err(error) => return failed(Stage::PreCompact, error),
+        };
+        let received = match r.get("decision").and_then(Value::as_str) {
+            Some(d @ ("allow" | "deny" | "modify" | "ask" | "defer")) => d.to_string(),
+            // No usable decision: a decision failure (ACS 6.4).
+            other => {
+                return Outcome::Failed {
+                    stage: Stage::PreCompact,
+                    received: "malformed",
+                    error: self.protocol(match other {
+                        Some(d) => format!("steps/preCompact: unknown decision {d:?}"),
+                        None => "steps/preCompact: a result with no decision".to_string(),
+                    }),
+                };
+            }
+        };
         let strings = |k: &str| -> Vec<String> {
             r.get(k)
                 .and_then(Value::as_array)
@@ -510,13 +587,13 @@ impl RemoteGuardian {
             .unwrap_or("")
             .to_string();
         let mut reason_codes = strings("reason_codes");
-        let (verdict, reasoning) = match received {
-            Some("allow") => (Verdict::Allow, reasoning),
+        let (verdict, reasoning) = match received.as_str() {
+            "allow" => (Verdict::Allow, reasoning),
             // A compaction cannot apply a MODIFY (there is no content of the
             // step to rewrite): the client applies DENY and says so, with
             // the reason code of ACS §6.5, instead of compacting the
             // original as if the Guardian had allowed it.
-            Some("modify") => {
+            "modify" => {
                 if !reason_codes.iter().any(|c| c == MODIFY_UNSUPPORTED) {
                     reason_codes.push(MODIFY_UNSUPPORTED.into());
                 }
@@ -527,16 +604,21 @@ impl RemoteGuardian {
                     ),
                 )
             }
+            // deny; ask and defer, which a gate cannot pause for, are
+            // applied as deny.
             _ => (Verdict::Deny, reasoning),
         };
-        Ok(Decision {
-            verdict,
-            reasoning,
-            reason_codes,
-            cited_provenance_ids: strings("cited_provenance_ids"),
-            policy_data: r.get("policy_data").cloned().unwrap_or(Value::Null),
-            rule_id: "remote",
-        })
+        Outcome::Decided {
+            received,
+            decision: Decision {
+                verdict,
+                reasoning,
+                reason_codes,
+                cited_provenance_ids: strings("cited_provenance_ids"),
+                policy_data: r.get("policy_data").cloned().unwrap_or(Value::Null),
+                rule_id: "remote",
+            },
+        }
     }
 }
 
@@ -547,6 +629,18 @@ impl Drop for EndOnDrop<'_> {
     fn drop(&mut self) {
         self.0.close();
     }
+}
+
+/// The failure posture a ServerHello announces: `on_decision_failure`, or
+/// `on_timeout` (its v0.1.0 name), at the top of `result` or under
+/// `result.payload`.
+pub fn announced_failure_posture(result: &Value) -> Option<&str> {
+    fn at(v: &Value) -> Option<&str> {
+        v.get("on_decision_failure")
+            .or_else(|| v.get("on_timeout"))
+            .and_then(Value::as_str)
+    }
+    at(result).or_else(|| at(result.get("payload")?))
 }
 
 /// The reason code a client adds when it applies DENY in place of a MODIFY

@@ -8,7 +8,8 @@
 //! optionally several, sharded by session; total memory bounded), the stdio server and the
 //! one-shot `check` ([`server`]), TLS with rustls ([`tls`]), and a client
 //! for a remote Guardian over HTTP, HTTPS or stdio ([`client`], its stdio
-//! transport in [`stdio_client`]).
+//! transport in [`stdio_client`]), with the postures that resolve its
+//! failures and its audit record ([`posture`]).
 //!
 //! **Must never:** decide (every answer comes from `Guardian::handle`),
 //! buffer without bound for a client that sends or never reads, or let one
@@ -17,6 +18,7 @@
 pub mod client;
 pub mod framing;
 pub mod http;
+pub mod posture;
 pub mod server;
 pub mod stats;
 pub mod stdio_client;

@@ -4,8 +4,9 @@
 //! parses no TOML.
 
 use crate::config::{
-    AgentsConfig, Bands, BlockerRules, BudgetConfig, Config, FileNovelty, Keyword, Mask, Matching,
-    PathsConfig, ScoringConfig, Variant, Weights,
+    AgentsConfig, Bands, BlockerRules, BudgetConfig, Config, FailurePosture, FileNovelty,
+    GuardianClientConfig, Keyword, Mask, Matching, PathsConfig, ScoringConfig, StartupPosture,
+    Variant, Weights,
 };
 use crate::hundredths::Hundredths;
 use std::collections::BTreeMap;

@@ -230,6 +230,44 @@ pub struct PathsConfig {
     pub learnings: String,
 }
 
+/// The startup posture of `gate --guardian-url` (ACS §4.1): what the gate
+/// does when the remote Guardian's `handshake/hello` gets no answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum StartupPosture {
+    /// Compact nothing (mnemo's default: fail closed).
+    #[default]
+    Refuse,
+    /// Compact unguarded, with a warning and an audit record.
+    Proceed,
+}
+
+/// `on_decision_failure` of `gate --guardian-url` (ACS §6.4): what the
+/// gate does when a step after the hello gets no usable decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum FailurePosture {
+    /// Compact nothing (mnemo's default: fail closed).
+    #[default]
+    Deny,
+    /// Compact without a decision, with a warning and an audit record,
+    /// unless the Guardian announced `deny` in its ServerHello.
+    Proceed,
+}
+
+/// `[guardian_client]`: the postures of the gate's remote Guardian client
+/// (both fail closed by default).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct GuardianClientConfig {
+    /// The startup posture.
+    #[serde(default)]
+    pub startup_posture: StartupPosture,
+    /// The decision-failure posture.
+    #[serde(default)]
+    pub on_decision_failure: FailurePosture,
+}
+
 /// The whole configuration.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -246,6 +284,9 @@ pub struct Config {
     pub budget: BudgetConfig,
     /// Paths.
     pub paths: PathsConfig,
+    /// The remote Guardian client's postures.
+    #[serde(default)]
+    pub guardian_client: GuardianClientConfig,
 }
 
 /// A configuration that cannot be used.

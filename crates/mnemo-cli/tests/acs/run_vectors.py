@@ -42,7 +42,11 @@ expectation file.
   stdin and stdout; a gateway page is its HTML body sent as a frame). Their
   rows carry PASS-CLIENT / N/A-CLIENT / FAIL-CLIENT unless the Guardian's
   answer passes (and the client did nothing the member forbids), per
-  transport. The summary also prints the answer-alone bound: the
+  transport. The gate runs with the posture the member names
+  (`--guardian-startup-posture`, `--guardian-on-decision-failure`), and its
+  evidence includes the lines it appended to the bank's
+  `_xref/guardian-audit.jsonl` (the deployment's audit log, which is not
+  counted as a change of the bank). The summary also prints the answer-alone bound: the
   reference runner's members grouped by byte-identical requests, and the
   best score a Guardian could reach by its answer alone.
 
@@ -604,22 +608,46 @@ class ClientHung(Exception):
     pass
 
 
+AUDIT_LOG = "_xref/guardian-audit.jsonl"  # the deployment's audit log of mnemo's client
+LOCK = ".tmp/compress.lock"  # every locked command creates it; not content
+
+
 def bank_state(bank: Path) -> dict:
+    """The bank's content: every file but the client's audit log (read
+    apart) and the lock."""
     if not bank.exists():
         return {}
-    return {str(f.relative_to(bank)): hashlib.sha256(f.read_bytes()).hexdigest()
-            for f in sorted(bank.rglob("*")) if f.is_file()}
+    return {rel: hashlib.sha256(f.read_bytes()).hexdigest()
+            for f in sorted(bank.rglob("*")) if f.is_file()
+            for rel in [str(f.relative_to(bank))] if rel not in (AUDIT_LOG, LOCK)}
+
+
+def audit_lines(bank: Path) -> list:
+    try:
+        text = (bank / AUDIT_LOG).read_text()
+    except OSError:
+        return []
+    out = []
+    for line in text.splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            out.append({"unparsed": line})
+    return out
 
 
 def observe_client(mnemo: str, tmp: Path, transport: str, hello="ok", decisive="allow",
-                   env_extra=None) -> dict:
+                   env_extra=None, postures=None) -> dict:
     """One `mnemo gate` against a fake Guardian (`--guardian-url` to a
     FakeGuardian over HTTP, `--guardian-cmd` running a FakeStdioGuardian
-    over stdio): mnemo's evidence."""
+    over stdio), with the postures the member names (`startup_posture`,
+    `on_decision_failure`): mnemo's evidence, with the audit lines this gate
+    appended."""
     tmp.mkdir(parents=True, exist_ok=True)
     (tmp / "summary.json").write_text(json.dumps(ALLOWED_SUMMARY))
     bank = tmp / "bank"
     before = bank_state(bank)
+    logged = len(audit_lines(bank))
     if transport == "http":
         fake = FakeGuardian(hello, decisive)
         flag = ["--guardian-url", fake.url]
@@ -629,12 +657,15 @@ def observe_client(mnemo: str, tmp: Path, transport: str, hello="ok", decisive="
     env = {k: v for k, v in os.environ.items()
            if k not in ("MNEMO_CONFIG", "MNEMO_GUARDIAN_URL", "MNEMO_GUARDIAN_CMD", "MNEMO_GUARDIAN_CA")}
     env.update(env_extra or {})
+    flags = []
+    for key, value in (postures or {}).items():
+        flags += ["--guardian-" + key.replace("_", "-"), value]
     try:
         exe = os.path.abspath(mnemo) if os.sep in mnemo else mnemo  # it runs in tmp
         p = subprocess.run([exe, "--bank", str(bank), "gate", "--phase", "1", "--from", "hermes",
                             "--to", "aphrodite", "--date", "2026-09-09", *flag,
-                            str(tmp / "summary.json")], env=env, cwd=tmp, stdin=subprocess.DEVNULL,
-                           capture_output=True, timeout=CLIENT_TIMEOUT_S * 6)
+                            *flags, str(tmp / "summary.json")], env=env, cwd=tmp,
+                           stdin=subprocess.DEVNULL, capture_output=True, timeout=CLIENT_TIMEOUT_S * 6)
         code, stderr = p.returncode, p.stderr
     except subprocess.TimeoutExpired as e:  # run() has killed it
         raise ClientHung(f"mnemo gate did not finish within {CLIENT_TIMEOUT_S * 6} s") from e
@@ -644,7 +675,17 @@ def observe_client(mnemo: str, tmp: Path, transport: str, hello="ok", decisive="
     return {"exit": code, "line": err[-1] if err else "",
             "started": any(m != "handshake/hello" for m in fake.methods),
             "asked": "steps/preCompact" in fake.methods,
-            "executed": bank_state(bank) != before, "methods": list(fake.methods)}
+            "executed": bank_state(bank) != before, "methods": list(fake.methods),
+            "audit": audit_lines(bank)[logged:]}
+
+
+def audit_text(ev: dict) -> str:
+    if not ev["audit"]:
+        return "no audit line"
+    a = ev["audit"][-1]
+    codes = ",".join(a.get("reason_codes") or []) or "-"
+    return (f"audit: {a.get('event')}, received {a.get('received')}, applied {a.get('applied')}, "
+            f"reason codes {codes}")
 
 
 def evidence_text(ev: dict) -> str:
@@ -674,25 +715,37 @@ def play_client(mnemo: str, member: dict, tmp: Path, transport: str) -> tuple[st
     if method == "handshake/hello" and any(k in p for k in ("handshake_answer", "server_hello", "startup_posture")):
         answer = p.get("handshake_answer")
         hello = "silent" if answer is None else (answer if isinstance(answer, dict) and "error" in answer else "ok")
-        ev = observe_client(mnemo, tmp, transport, hello=hello)
+        posture = p.get("startup_posture", "refuse")
+        if posture not in ("refuse", "proceed"):
+            return "N/A-CLIENT", "not played", f"startup posture '{posture}': mnemo's are refuse and proceed"
+        ev = observe_client(mnemo, tmp, transport, hello=hello, postures={"startup_posture": posture})
         if hello == "silent":
             said = "hello unanswered"
         elif hello == "ok":
             said = "hello answered"
         else:
             said = f"hello answered error {hello['error'].get('code')}"
-        got = f"{said}: " + evidence_text(ev)
+        got = f"{said}, startup posture {posture}: " + evidence_text(ev) + "; " + audit_text(ev)
         if hello == "ok":  # a member whose hello was answered: the session must start
             return ("PASS-CLIENT" if ev["started"] else "FAIL-CLIENT"), got, "a ServerHello starts the session"
         refused = isinstance(answer, dict) and (answer.get("error") or {}).get("code") == SESSION_REFUSED
-        if ev["started"] or ev["executed"] or ev["exit"] == 0:
-            return "FAIL-CLIENT", got, "mnemo started a session with no ServerHello"
-        posture = p.get("startup_posture", "refuse")
+        if ev["started"]:
+            return "FAIL-CLIENT", got, "mnemo sent steps to a Guardian that gave no ServerHello"
         if refused:
+            if ev["executed"] or ev["exit"] == 0:
+                return "FAIL-CLIENT", got, "a refusal is a decision (4.1), yet mnemo went ahead"
             return "PASS-CLIENT", got, "a refusal is a decision (4.1): nothing started"
-        if posture != "refuse":
-            return ("N/A-CLIENT", got, f"needs startup posture '{posture}': mnemo's client has one "
-                    "posture, refuse (4.1 allows it), and keeps no audit log of an unguarded start")
+        unguarded = [a for a in ev["audit"] if a.get("event") == "started_unguarded"
+                     and a.get("applied") == "proceeded_unguarded"]
+        if posture == "proceed":
+            if not (ev["executed"] and ev["exit"] == 0):
+                return "FAIL-CLIENT", got, "startup posture proceed, yet mnemo did not start"
+            if not unguarded:
+                return "FAIL-CLIENT", got, "started unguarded with no record in the deployment's audit log (4.1)"
+            return ("PASS-CLIENT", got, "posture proceed: started unguarded, and the deployment's audit "
+                    "log records the unguarded start (4.1)")
+        if ev["executed"] or ev["exit"] == 0:
+            return "FAIL-CLIENT", got, "mnemo started a session with no ServerHello"
         return "PASS-CLIENT", got, "posture refuse: nothing started"
 
     if "applied" in p:
@@ -706,23 +759,27 @@ def play_client(mnemo: str, member: dict, tmp: Path, transport: str) -> tuple[st
             return "N/A-CLIENT", "not played", "the member states no Guardian response to play"
         ev = observe_client(mnemo, tmp, transport,
                             decisive={k: v for k, v in result.items() if k != "request_id"})
-        named = "modify_unsupported" in ev["line"] and "applied deny" in ev["line"]
-        got = f"preCompact answered {result.get('decision')}: " + evidence_text(ev) + (
-            "; refusal names received modify, applied deny, modify_unsupported" if named else "")
+        got = f"preCompact answered {result.get('decision')}: " + evidence_text(ev) + "; " + audit_text(ev)
         if ev["executed"] or ev["exit"] == 0:
             return "FAIL-CLIENT", got, "mnemo cannot apply a MODIFY, yet compacted"
+        # ACS 6.5: received modify, applied deny, with modify_unsupported.
+        recorded = any(a.get("received") == "modify" and a.get("applied") == "deny"
+                       and "modify_unsupported" in (a.get("reason_codes") or []) for a in ev["audit"])
+        if result.get("decision") == "modify" and not recorded:
+            return "FAIL-CLIENT", got, "a MODIFY applied as deny with no audit record of it (6.5)"
         applied = p["applied"] if isinstance(p["applied"], dict) else {}
         if applied.get("action_executed") or applied.get("outcome") not in (None, "deny"):
             return ("PASS-CLIENT", got, "the member's agent ran the action; mnemo applied deny "
-                    "(a compaction cannot apply a MODIFY) and compacted nothing")
+                    "(a compaction cannot apply a MODIFY), compacted nothing and recorded it")
         # The outcome (deny, nothing run) is the member's own; what tells it
-        # from its siblings is the record.
+        # from its siblings is the record, and for some the trace.
         trace = (p.get("trace") or {}).get("observed_agent") if isinstance(p.get("trace"), dict) else None
-        why = ("the member turns on the Observed Agent's audit log" +
-               (" and its trace" if trace else "") +
-               ": mnemo's client keeps no audit log (its refusal line on stderr is the only record)"
-               + ("" if not trace else " and emits no trace"))
-        return "N/A-CLIENT", got, why
+        if trace:
+            return ("N/A-CLIENT", got, "the member turns on the Observed Agent's trace: mnemo's audit "
+                    "line records received modify, applied deny, modify_unsupported, but its client "
+                    "emits no trace")
+        return ("PASS-CLIENT", got, "the deployment's audit log records the substitution: received "
+                "modify, applied deny, modify_unsupported (6.5), not the record the member rejects")
 
     if "trace_sink" in p:
         dead = free_port()
@@ -737,14 +794,23 @@ def play_client(mnemo: str, member: dict, tmp: Path, transport: str) -> tuple[st
                 "no trace, so none can change its disposition (it equals the Guardian's)")
 
     if "on_decision_failure" in p or ("guardian_response" in p and p["guardian_response"] is None):
-        ev = observe_client(mnemo, tmp, transport, decisive="silent")
-        got = "preCompact unanswered: " + evidence_text(ev)
+        posture = p.get("on_decision_failure", "deny")
+        if posture not in ("deny", "proceed"):
+            return "N/A-CLIENT", "not played", f"on_decision_failure '{posture}': mnemo's are deny and proceed"
+        ev = observe_client(mnemo, tmp, transport, decisive="silent",
+                            postures={"on_decision_failure": posture})
+        got = f"preCompact unanswered, on_decision_failure {posture}: " + evidence_text(ev) + "; " + audit_text(ev)
+        if posture == "proceed":
+            bypass = [a for a in ev["audit"] if a.get("event") == "proceeded_without_decision"
+                      and a.get("applied") == "proceeded_unguarded" and a.get("received") == "no_answer"]
+            if not (ev["executed"] and ev["exit"] == 0):
+                return "FAIL-CLIENT", got, "on_decision_failure proceed, yet mnemo did not proceed"
+            if not bypass:
+                return "FAIL-CLIENT", got, "proceeded without a decision and without an audit event (6.4)"
+            return ("PASS-CLIENT", got, "fail-open: proceeded without a decision, recorded as an audit "
+                    "event (6.4)")
         if ev["executed"] or ev["exit"] == 0:
             return "FAIL-CLIENT", got, "mnemo proceeded without a decision"
-        posture = p.get("on_decision_failure", "deny")
-        if posture != "deny":
-            return ("N/A-CLIENT", got, f"needs on_decision_failure = '{posture}' (fail-open): mnemo's "
-                    "client always fails closed, and keeps no audit log of a bypass")
         return "PASS-CLIENT", got, "fail closed: nothing compacted"
 
     if isinstance(p.get("guardian_response"), dict):
@@ -754,10 +820,13 @@ def play_client(mnemo: str, member: dict, tmp: Path, transport: str) -> tuple[st
         evs = [observe_client(mnemo, tmp / str(status or "frame"), transport, decisive={
             "status": status, "content_type": "text/html", "body": body}) for status in statuses]
         got = "; ".join((f"preCompact answered HTTP {s} text/html: " if s else
-                         "preCompact answered with the page as a frame: ") + evidence_text(ev)
-                        for s, ev in zip(statuses, evs))
+                         "preCompact answered with the page as a frame: ") + evidence_text(ev) + ", "
+                        + audit_text(ev) for s, ev in zip(statuses, evs))
         if any(ev["executed"] or ev["exit"] == 0 or not ev["asked"] for ev in evs):
             return "FAIL-CLIENT", got, "mnemo read a page as a decision"
+        if not all(a.get("applied") == "deny" and a.get("received") in ("http_error", "not_json")
+                   for ev in evs for a in ev["audit"][-1:]) or not all(ev["audit"] for ev in evs):
+            return "FAIL-CLIENT", got, "the audit log does not record the page as no decision"
         return "PASS-CLIENT", got, "a gateway page is no decision (6.4): refused, nothing compacted"
 
     return "N/A-CLIENT", "not played", "no scenario the runner can play against mnemo's client"
