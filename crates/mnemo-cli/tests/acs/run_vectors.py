@@ -43,7 +43,10 @@ expectation file.
   rows carry PASS-CLIENT / N/A-CLIENT / FAIL-CLIENT unless the Guardian's
   answer passes (and the client did nothing the member forbids), per
   transport. The gate runs with the posture the member names
-  (`--guardian-startup-posture`, `--guardian-on-decision-failure`), and its
+  (`--guardian-startup-posture`, `--guardian-on-decision-failure`), with
+  its trace endpoint (`--guardian-trace-endpoint`) at a closed port for a
+  trace sink or at a live fake OTLP collector for a member that judges the
+  agent's trace, and its
   evidence includes the lines it appended to the bank's
   `_xref/guardian-audit.jsonl` (the deployment's audit log, which is not
   counted as a change of the bank). The summary also prints the answer-alone bound: the
