@@ -105,6 +105,15 @@ impl Lit for FailurePosture {
     }
 }
 
+impl<T: Lit> Lit for Option<T> {
+    fn lit(&self) -> String {
+        match self {
+            Some(v) => format!("Some({})", v.lit()),
+            None => "None".into(),
+        }
+    }
+}
+
 impl<T: Lit> Lit for Vec<T> {
     fn lit(&self) -> String {
         let items: Vec<String> = self.iter().map(Lit::lit).collect();
@@ -149,6 +158,6 @@ lit_struct! {
     BudgetConfig { total_lines, default_phases, min_phase_lines, carryover_percent,
         max_critical_per_phase, max_summary_bytes }
     PathsConfig { bank, learnings }
-    GuardianClientConfig { startup_posture, on_decision_failure }
+    GuardianClientConfig { startup_posture, on_decision_failure, trace_endpoint }
     Config { scoring, agents, masks, variants, budget, paths, guardian_client }
 }

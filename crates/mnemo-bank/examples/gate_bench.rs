@@ -150,6 +150,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 policy: Policy::default(),
                 guardian_url: None,
                 guardian_cmd: None,
+                trace_quiet: false,
                 guardian_tls: Default::default(),
                 trigger: Trigger::FrameworkInitiated,
                 lock_timeout: Duration::from_secs(30),

@@ -22,7 +22,7 @@ use mnemo_guardian::decide::{EntryProvenance, check_compaction};
 use mnemo_guardian::model::{Origin as GOrigin, Provenance as GProvenance, Trigger};
 use mnemo_guardian::policy::Policy;
 use mnemo_guardian_server::client::RemoteGuardian;
-use mnemo_guardian_server::posture;
+use mnemo_guardian_server::{posture, trace};
 use mnemo_model::{Config, Format, SummaryRecord, parse_records};
 use mnemo_score::Engine;
 use mnemo_scrub::Scrubber;
@@ -129,6 +129,9 @@ pub struct GateOptions {
     /// for the gate's session; exclusive with `guardian_url`, and fails
     /// closed the same way.
     pub guardian_cmd: Option<Vec<String>>,
+    /// No note on stderr when the trace export of a consultation fails
+    /// (the audit line's `trace_export` still says so).
+    pub trace_quiet: bool,
     /// What triggered the compaction.
     pub trigger: Trigger,
     /// Lock wait.
@@ -460,6 +463,7 @@ fn ask_guardian(config: &Config, opts: &GateOptions, records: &[(String, Summary
             };
         }
     };
+    let start_ns = now_ns();
     let consultation = g.consult(&entries, opts.trigger);
     let applied = posture::apply(&consultation, postures(config));
     let mut record = serde_json::json!({
@@ -472,6 +476,25 @@ fn ask_guardian(config: &Config, opts: &GateOptions, records: &[(String, Summary
         (&mut record, applied.record())
     {
         m.extend(a.clone());
+    }
+    // Trace events are best effort and never block enforcement: what the
+    // export gives is only noted, the outcome below is the applied one.
+    let input = trace::TraceInput {
+        guardian: &url,
+        entries: &entries,
+        triggered_by: opts.trigger.as_str(),
+        start_ns,
+        end_ns: now_ns(),
+    };
+    if let Some(export) = export_trace(config, &consultation, &applied, &input)
+        && let serde_json::Value::Object(m) = &mut record
+    {
+        if !opts.trace_quiet && export != "sent" {
+            eprintln!(
+                "mnemo: note: the Guardian trace was not exported ({export}); the decision stands"
+            );
+        }
+        m.insert("trace_export".into(), serde_json::json!(export));
     }
     let (warning, result) = match (applied.applied, consultation.outcome) {
         (posture::AppliedAs::Allow, _) => (None, Ok(())),
@@ -486,6 +509,38 @@ fn ask_guardian(config: &Config, opts: &GateOptions, records: &[(String, Summary
         warning,
         result,
     }
+}
+
+fn now_ns() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0)
+}
+
+/// Exports the consultation's trace events when an endpoint is configured
+/// (`[guardian_client] trace_endpoint` or the flag, else the OTLP
+/// environment variables): `Some("sent")`, `Some("failed: ...")`, or
+/// `None` with no endpoint.
+fn export_trace(
+    config: &Config,
+    consultation: &posture::Consultation,
+    applied: &posture::Applied,
+    input: &trace::TraceInput<'_>,
+) -> Option<String> {
+    let endpoint = trace::resolve_endpoint(
+        None,
+        config.guardian_client.trace_endpoint.as_deref(),
+        |k| std::env::var(k).ok(),
+    )?;
+    let sent = endpoint.and_then(|e| {
+        let body = trace::spans(consultation, applied, input);
+        trace::export(&e, &body, trace::EXPORT_TIMEOUT)
+    });
+    Some(match sent {
+        Ok(()) => "sent".to_string(),
+        Err(e) => format!("failed: {e}"),
+    })
 }
 
 /// The audit line of `record` (every string scrubbed on its own, so a

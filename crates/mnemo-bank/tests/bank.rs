@@ -38,6 +38,7 @@ fn opts(phase: &str, from: &[&str], to: &[&str]) -> GateOptions {
         policy: Policy::default(),
         guardian_url: None,
         guardian_cmd: None,
+        trace_quiet: false,
         guardian_tls: Default::default(),
         trigger: Trigger::FrameworkInitiated,
         lock_timeout: T,

@@ -26,6 +26,7 @@ fn opts(phase: &str) -> GateOptions {
         policy: Policy::default(),
         guardian_url: None,
         guardian_cmd: None,
+        trace_quiet: false,
         guardian_tls: Default::default(),
         trigger: Trigger::FrameworkInitiated,
         lock_timeout: Duration::from_secs(30),

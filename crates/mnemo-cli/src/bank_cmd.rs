@@ -108,6 +108,15 @@ pub struct GuardianArgs {
     /// on_decision_failure` of mnemo.toml, else deny).
     #[arg(long, value_name = "POSTURE", value_parser = ["deny", "proceed"])]
     guardian_on_decision_failure: Option<String>,
+    /// After each remote consultation, export its ACS trace events (spans)
+    /// by one OTLP/HTTP JSON POST to this endpoint, e.g.
+    /// `http://127.0.0.1:4318` (path `/v1/traces` when none is given).
+    /// Best effort within 300 ms: a sink that is down changes nothing but a
+    /// note and the audit line's `trace_export` (default: `[guardian_client]
+    /// trace_endpoint`, else OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else
+    /// OTEL_EXPORTER_OTLP_ENDPOINT).
+    #[arg(long, value_name = "URL")]
+    guardian_trace_endpoint: Option<String>,
 }
 
 impl GuardianArgs {
@@ -140,6 +149,9 @@ impl GuardianArgs {
             Some("proceed") => c.on_decision_failure = FailurePosture::Proceed,
             Some(_) => c.on_decision_failure = FailurePosture::Deny,
             None => {}
+        }
+        if let Some(url) = &self.guardian_trace_endpoint {
+            c.trace_endpoint = Some(url.clone());
         }
     }
 
@@ -402,6 +414,7 @@ pub fn gate(args: GateArgs, global: &Global) -> Result<ExitCode> {
         guardian_tls: args.guardian.tls(),
         guardian_cmd: args.guardian.guardian_cmd()?,
         guardian_url: args.guardian.guardian_url,
+        trace_quiet: global.quiet,
         trigger: Trigger::FrameworkInitiated,
         lock_timeout: LOCK_TIMEOUT,
     };
@@ -556,6 +569,7 @@ pub fn compress(args: CompressArgs, global: &Global) -> Result<ExitCode> {
         guardian_tls: args.guardian.tls(),
         guardian_cmd: args.guardian.guardian_cmd()?,
         guardian_url: args.guardian.guardian_url,
+        trace_quiet: global.quiet,
         trigger: Trigger::Manual,
         lock_timeout: LOCK_TIMEOUT,
     };

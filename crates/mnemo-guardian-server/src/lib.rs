@@ -23,6 +23,7 @@ pub mod server;
 pub mod stats;
 pub mod stdio_client;
 pub mod tls;
+pub mod trace;
 
 pub use mnemo_guardian_store::{DynStore, GuardOptions, OpenError};
 pub use server::ServeError;

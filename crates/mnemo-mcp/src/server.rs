@@ -722,6 +722,7 @@ impl MnemoServer {
             policy: bank.policy.clone(),
             guardian_url: None,
             guardian_cmd: None,
+            trace_quiet: false,
             guardian_tls: Default::default(),
             trigger: mnemo_guardian::Trigger::FrameworkInitiated,
             lock_timeout: mnemo_bank::ops::LOCK_TIMEOUT,

@@ -257,7 +257,7 @@ pub enum FailurePosture {
 
 /// `[guardian_client]`: the postures of the gate's remote Guardian client
 /// (both fail closed by default).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct GuardianClientConfig {
     /// The startup posture.
@@ -266,6 +266,11 @@ pub struct GuardianClientConfig {
     /// The decision-failure posture.
     #[serde(default)]
     pub on_decision_failure: FailurePosture,
+    /// Where the client exports its ACS trace events (OTLP/HTTP JSON,
+    /// `http://host:port`, path `/v1/traces` when none is given); best
+    /// effort, never changes a decision.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_endpoint: Option<String>,
 }
 
 /// The whole configuration.

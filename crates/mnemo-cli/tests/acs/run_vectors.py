@@ -43,7 +43,10 @@ expectation file.
   rows carry PASS-CLIENT / N/A-CLIENT / FAIL-CLIENT unless the Guardian's
   answer passes (and the client did nothing the member forbids), per
   transport. The gate runs with the posture the member names
-  (`--guardian-startup-posture`, `--guardian-on-decision-failure`), and its
+  (`--guardian-startup-posture`, `--guardian-on-decision-failure`), with
+  its trace endpoint (`--guardian-trace-endpoint`) at a closed port for a
+  trace sink or at a live fake OTLP collector for a member that judges the
+  agent's trace, and its
   evidence includes the lines it appended to the bank's
   `_xref/guardian-audit.jsonl` (the deployment's audit log, which is not
   counted as a change of the bank). The summary also prints the answer-alone bound: the
@@ -636,6 +639,72 @@ def audit_lines(bank: Path) -> list:
     return out
 
 
+class FakeCollector:
+    """An OTLP/HTTP collector of our own on 127.0.0.1: keeps the (path,
+    JSON body) of every POST and answers 200."""
+
+    def __init__(self):
+        import http.server
+        import threading
+        self.posts = []
+        collector = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):  # quiet
+                pass
+
+            def do_POST(self):
+                n = int(self.headers.get("content-length") or 0)
+                try:
+                    body = json.loads(self.rfile.read(n))
+                except ValueError:
+                    body = None
+                collector.posts.append((self.path, body))
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"{}")
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def otlp_events(body) -> list[tuple[str, str, dict]]:
+    """(span name, event name, {key: value}) of every span event of an
+    OTLP/HTTP JSON ExportTraceServiceRequest; a span with no event gives one
+    row with event name ''."""
+    def value(v):
+        if not isinstance(v, dict):
+            return None
+        if "arrayValue" in v:
+            return [value(x) for x in (v["arrayValue"] or {}).get("values") or []]
+        for k in ("stringValue", "intValue", "boolValue", "doubleValue"):
+            if k in v:
+                return v[k]
+        return None
+
+    def attrs(a):
+        return {x.get("key"): value(x.get("value")) for x in a or [] if isinstance(x, dict)}
+
+    out = []
+    for rs in (body or {}).get("resourceSpans") or []:
+        for ss in rs.get("scopeSpans") or []:
+            for sp in ss.get("spans") or []:
+                events = sp.get("events") or []
+                span_attrs = attrs(sp.get("attributes"))
+                if not events:
+                    out.append((sp.get("name", ""), "", span_attrs))
+                for e in events:
+                    out.append((sp.get("name", ""), e.get("name", ""), {**span_attrs, **attrs(e.get("attributes"))}))
+    return out
+
+
 def observe_client(mnemo: str, tmp: Path, transport: str, hello="ok", decisive="allow",
                    env_extra=None, postures=None) -> dict:
     """One `mnemo gate` against a fake Guardian (`--guardian-url` to a
@@ -655,7 +724,8 @@ def observe_client(mnemo: str, tmp: Path, transport: str, hello="ok", decisive="
         fake = FakeStdioGuardian(tmp, hello, decisive)
         flag = ["--guardian-cmd", fake.cmd]
     env = {k: v for k, v in os.environ.items()
-           if k not in ("MNEMO_CONFIG", "MNEMO_GUARDIAN_URL", "MNEMO_GUARDIAN_CMD", "MNEMO_GUARDIAN_CA")}
+           if k not in ("MNEMO_CONFIG", "MNEMO_GUARDIAN_URL", "MNEMO_GUARDIAN_CMD", "MNEMO_GUARDIAN_CA",
+                        "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")}
     env.update(env_extra or {})
     flags = []
     for key, value in (postures or {}).items():
@@ -693,6 +763,42 @@ def evidence_text(ev: dict) -> str:
         return f"exit {ev['exit']}, compacted"
     what = "no step after the hello" if not ev["started"] else "refused"
     return f"exit {ev['exit']}, {what}, bank unchanged"
+
+
+def modify_trace(mnemo: str, tmp: Path, transport: str, result: dict, rejected: list) -> tuple[str, str, str]:
+    """A MODIFY a compaction cannot apply, with mnemo's trace export to a
+    live collector: the member rejects an Observed Agent trace that calls
+    the defined substitution (6.5) a decision failure."""
+    collector = FakeCollector()
+    try:
+        ev = observe_client(mnemo, tmp, transport,
+                            decisive={k: v for k, v in result.items() if k != "request_id"},
+                            postures={"trace_endpoint": collector.url})
+    finally:
+        collector.close()
+    events = [e for _, body in collector.posts for e in otlp_events(body)]
+    names = sorted({f"{span}/{name}" for span, name, _ in events if name})
+    rejected_names = sorted({e.get("name", "") for sp in rejected if isinstance(sp, dict)
+                             for e in sp.get("events") or [] if isinstance(e, dict)})
+    got = (f"preCompact answered {result.get('decision')}: " + evidence_text(ev) + "; " + audit_text(ev)
+           + f"; trace: {len(collector.posts)} export(s), events {', '.join(names) or 'none'}")
+    if ev["executed"] or ev["exit"] == 0:
+        return "FAIL-CLIENT", got, "mnemo cannot apply a MODIFY, yet compacted"
+    if len(collector.posts) != 1:
+        return "FAIL-CLIENT", got, "no trace export reached the live collector"
+    if any(name == "acs.decision.failure" for _, name, _ in events):
+        return ("FAIL-CLIENT", got, "mnemo's trace calls the defined modify_unsupported substitution a "
+                "decision failure, the record the member rejects (" + ", ".join(rejected_names) + ")")
+    decision = [a for span, name, a in events if span == "acs.compact" and name == "acs.decision"]
+    sub = [a for span, name, a in events if span == "acs.compact" and name == "mnemo.decision.substitution"]
+    if not (decision and decision[0].get("acs.decision") == result.get("decision")
+            and sub and sub[0].get("mnemo.applied") == "deny"
+            and "modify_unsupported" in (sub[0].get("mnemo.reason_codes") or [])):
+        return ("FAIL-CLIENT", got, "mnemo's trace does not record the decision received and the "
+                "substitution applied (6.5)")
+    return ("PASS-CLIENT", got, "mnemo's trace to a live collector records the Guardian's acs.decision "
+            "(modify) and the substitution (applied deny, modify_unsupported), with no acs.decision.failure, "
+            "the trace the member rejects; its audit line records the same")
 
 
 def client_replay(mnemo: str, member: dict, tmp: Path, transport: str) -> tuple[str, str, str]:
@@ -775,23 +881,35 @@ def play_client(mnemo: str, member: dict, tmp: Path, transport: str) -> tuple[st
         # from its siblings is the record, and for some the trace.
         trace = (p.get("trace") or {}).get("observed_agent") if isinstance(p.get("trace"), dict) else None
         if trace:
-            return ("N/A-CLIENT", got, "the member turns on the Observed Agent's trace: mnemo's audit "
-                    "line records received modify, applied deny, modify_unsupported, but its client "
-                    "emits no trace")
+            return modify_trace(mnemo, tmp / "trace", transport, result, trace)
         return ("PASS-CLIENT", got, "the deployment's audit log records the substitution: received "
                 "modify, applied deny, modify_unsupported (6.5), not the record the member rejects")
 
     if "trace_sink" in p:
-        dead = free_port()
-        ev = observe_client(mnemo, tmp, transport, env_extra={
-            "OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{dead}"})
-        disposition = "allow" if ev["executed"] and ev["exit"] == 0 else "deny"
+        if p["trace_sink"] != "unreachable":
+            return "N/A-CLIENT", "not played", f"trace sink '{p['trace_sink']}': only unreachable is played"
+        # mnemo's trace endpoint (the flag) and the OTLP environment both
+        # name a port nobody serves.
+        dead = f"http://127.0.0.1:{free_port()}"
         want = p.get("guardian_decision", "allow")
-        got = f"Guardian {want}, trace sink unreachable: disposition {disposition}, " + evidence_text(ev)
+        if want not in ("allow", "deny"):
+            return "N/A-CLIENT", "not played", f"Guardian decision '{want}': only allow and deny are played"
+        decisive = "allow" if want == "allow" else {"type": "final", "decision": "deny",
+                                                    "reasoning": "fake: deny"}
+        ev = observe_client(mnemo, tmp, transport, decisive=decisive,
+                            postures={"trace_endpoint": dead},
+                            env_extra={"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_ENDPOINT": dead,
+                                       "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": dead + "/v1/traces"})
+        disposition = "allow" if ev["executed"] and ev["exit"] == 0 else "deny"
+        export = str((ev["audit"][-1] if ev["audit"] else {}).get("trace_export", "no trace_export"))
+        got = (f"Guardian {want}, trace sink unreachable: disposition {disposition}, " + evidence_text(ev)
+               + f"; {audit_text(ev)}, trace export {export}")
         if disposition != want:
             return "FAIL-CLIENT", got, "the disposition differs from the Guardian's decision"
-        return ("N/A-CLIENT", got, f"needs a trace sink ('{p['trace_sink']}'): mnemo's client emits "
-                "no trace, so none can change its disposition (it equals the Guardian's)")
+        if not export.startswith("failed: "):
+            return "FAIL-CLIENT", got, "the audit line does not record the failed trace export"
+        return ("PASS-CLIENT", got, "the trace export to the unreachable sink was attempted and failed "
+                "(recorded in the audit line); the disposition is the Guardian's")
 
     if "on_decision_failure" in p or ("guardian_response" in p and p["guardian_response"] is None):
         posture = p.get("on_decision_failure", "deny")
