@@ -10,7 +10,7 @@ secs="${1:-60}"
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(guard_handle guard_frame parse_summary parse_config scrub)
+  targets=(guard_handle guard_frame client_frame parse_summary parse_config scrub)
 fi
 triple="$(rustc -vV | sed -n 's/^host: //p')"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target-stable}"
