@@ -448,9 +448,11 @@ fn a_sink_that_is_down_slow_or_failing_changes_no_outcome() {
                 "{sink}: {}",
                 r.stderr
             );
-            // The export's deadline (300 ms) bounds the cost, well under the
-            // Guardian's own 5 s.
-            assert!(took < Duration::from_secs(4), "{sink}: {took:?}");
+            // The export's deadline (300 ms, named in the audit line above)
+            // bounds the cost: the gate never waits for the silent sink's
+            // 10 s (a loose bound, so that a loaded CI machine cannot trip
+            // it; the 300 ms is the audit line's to show).
+            assert!(took < Duration::from_secs(8), "{sink}: {took:?}");
         }
     }
     // --quiet silences the note, not the audit line.
