@@ -496,13 +496,21 @@ fn ask_guardian(config: &Config, opts: &GateOptions, records: &[(String, Summary
         }
         m.insert("trace_export".into(), serde_json::json!(export));
     }
+    // A remote Guardian's words reach the terminal scrubbed, as they reach
+    // the audit line and the trace (its reasoning is its own text).
+    let scrubbed = |t: String| match scrubber() {
+        Ok(s) => clean(s, &t),
+        Err(_) => "(not shown: the scrubber could not be built)".to_string(),
+    };
     let (warning, result) = match (applied.applied, consultation.outcome) {
         (posture::AppliedAs::Allow, _) => (None, Ok(())),
-        (posture::AppliedAs::ProceededUnguarded, _) => (Some(applied.message), Ok(())),
-        (posture::AppliedAs::Deny, posture::Outcome::Decided { decision, .. }) => {
+        (posture::AppliedAs::ProceededUnguarded, _) => (Some(scrubbed(applied.message)), Ok(())),
+        (posture::AppliedAs::Deny, posture::Outcome::Decided { mut decision, .. }) => {
+            decision.reasoning = scrubbed(decision.reasoning);
+            decision.reason_codes = decision.reason_codes.into_iter().map(scrubbed).collect();
             (None, Err(denied(decision)))
         }
-        (posture::AppliedAs::Deny, _) => (None, Err(BankError::Refused(applied.message))),
+        (posture::AppliedAs::Deny, _) => (None, Err(BankError::Refused(scrubbed(applied.message)))),
     };
     Asked {
         record: Some(record),
@@ -533,8 +541,15 @@ fn export_trace(
         config.guardian_client.trace_endpoint.as_deref(),
         |k| std::env::var(k).ok(),
     )?;
+    // What leaves the machine passes the scrubber, as the audit line does
+    // (a remote Guardian's reasoning is its own text).
+    let scrub = match scrubber() {
+        Ok(s) => s,
+        Err(e) => return Some(format!("failed: not exported: {e}")),
+    };
     let sent = endpoint.and_then(|e| {
-        let body = trace::spans(consultation, applied, input);
+        let mut body = trace::spans(consultation, applied, input);
+        scrub_strings(scrub, &mut body);
         trace::export(&e, &body, trace::EXPORT_TIMEOUT)
     });
     Some(match sent {
@@ -543,18 +558,21 @@ fn export_trace(
     })
 }
 
+/// Scrubs every string of `v` on its own, so that a redaction cannot break
+/// the JSON.
+fn scrub_strings(s: &Scrubber, v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::String(t) => *t = clean(s, t),
+        serde_json::Value::Array(a) => a.iter_mut().for_each(|x| scrub_strings(s, x)),
+        serde_json::Value::Object(m) => m.values_mut().for_each(|x| scrub_strings(s, x)),
+        _ => {}
+    }
+}
+
 /// The audit line of `record` (every string scrubbed on its own, so a
 /// redaction cannot break the JSON), with `compacted` and, for a gate that
 /// failed after the Guardian was asked, its error.
 fn audit_change(s: &Scrubber, record: &serde_json::Value, gate_error: Option<&str>) -> Change {
-    fn scrub_all(s: &Scrubber, v: &mut serde_json::Value) {
-        match v {
-            serde_json::Value::String(t) => *t = clean(s, t),
-            serde_json::Value::Array(a) => a.iter_mut().for_each(|x| scrub_all(s, x)),
-            serde_json::Value::Object(m) => m.values_mut().for_each(|x| scrub_all(s, x)),
-            _ => {}
-        }
-    }
     let mut v = record.clone();
     if let serde_json::Value::Object(m) = &mut v {
         m.insert("compacted".into(), serde_json::json!(gate_error.is_none()));
@@ -562,7 +580,7 @@ fn audit_change(s: &Scrubber, record: &serde_json::Value, gate_error: Option<&st
             m.insert("gate_error".into(), serde_json::json!(e));
         }
     }
-    scrub_all(s, &mut v);
+    scrub_strings(s, &mut v);
     Change::Append {
         rel: GUARDIAN_AUDIT.to_string(),
         content: format!("{v}\n"),

@@ -567,3 +567,42 @@ fn the_endpoint_comes_from_mnemo_toml_then_the_otel_environment() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(audit(plain.path())[0].get("trace_export").is_none());
 }
+
+/// What leaves the machine passes the scrubber: a remote Guardian's
+/// reasoning that holds a secret reaches the collector, the audit line and
+/// the terminal redacted.
+#[test]
+fn the_exported_trace_is_scrubbed() {
+    let secret = format!("ghp_{}", "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8");
+    let reasoning = format!("denied; the token {secret} was seen");
+    let collector = Collector::start(Sink::Live);
+    let fake = Fake::start(move |m| match m {
+        "handshake/hello" => hello(),
+        "steps/preCompact" => Answer::Result(json!({"type": "final", "decision": "deny",
+            "reasoning": reasoning.clone(), "reason_codes": ["fake_rule"]})),
+        _ => allow(),
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let r = gate(
+        dir.path(),
+        &fake.url,
+        &["--guardian-trace-endpoint", &collector.url],
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let posts = collector.posts();
+    assert_eq!(posts.len(), 1, "{posts:?}");
+    let body = posts[0].1.to_string();
+    assert!(
+        !body.contains(&secret),
+        "the secret left the machine: {body}"
+    );
+    assert!(body.contains("[REDACTED:"), "{body}");
+    let audit_text =
+        std::fs::read_to_string(dir.path().join("bank/_xref/guardian-audit.jsonl")).unwrap();
+    assert!(!audit_text.contains(&secret), "{audit_text}");
+    assert!(
+        !r.stderr.contains(&secret) && r.stderr.contains("[REDACTED:"),
+        "{}",
+        r.stderr
+    );
+}
