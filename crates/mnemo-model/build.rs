@@ -15,8 +15,8 @@ mod config;
 
 use config::{
     AgentsConfig, Bands, BlockerRules, BudgetConfig, Config, FailurePosture, FileNovelty,
-    GuardianClientConfig, Keyword, Mask, Matching, PathsConfig, ScoringConfig, StartupPosture,
-    Variant, Weights,
+    GuardianClientConfig, KeyEncoding, Keyword, Mask, Matching, PathsConfig, ScoringConfig,
+    StartupPosture, Variant, Weights,
 };
 use hundredths::Hundredths;
 use std::collections::BTreeMap;
@@ -105,6 +105,16 @@ impl Lit for FailurePosture {
     }
 }
 
+impl Lit for KeyEncoding {
+    fn lit(&self) -> String {
+        match self {
+            KeyEncoding::Utf8 => "KeyEncoding::Utf8".into(),
+            KeyEncoding::Base64 => "KeyEncoding::Base64".into(),
+            KeyEncoding::Hex => "KeyEncoding::Hex".into(),
+        }
+    }
+}
+
 impl<T: Lit> Lit for Option<T> {
     fn lit(&self) -> String {
         match self {
@@ -158,6 +168,7 @@ lit_struct! {
     BudgetConfig { total_lines, default_phases, min_phase_lines, carryover_percent,
         max_critical_per_phase, max_summary_bytes }
     PathsConfig { bank, learnings }
-    GuardianClientConfig { startup_posture, on_decision_failure, trace_endpoint }
+    GuardianClientConfig { startup_posture, on_decision_failure, trace_endpoint, hmac_key_id,
+        hmac_key_env, hmac_key_encoding }
     Config { scoring, agents, masks, variants, budget, paths, guardian_client }
 }

@@ -224,6 +224,18 @@ pub fn base64_encode(bytes: &[u8]) -> String {
     out
 }
 
+/// Decodes hexadecimal (either case); `None` for an odd length or a
+/// non-hex digit.
+pub fn hex_decode(s: &str) -> Option<Vec<u8>> {
+    if !s.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| s.get(i..i + 2).and_then(|h| u8::from_str_radix(h, 16).ok()))
+        .collect()
+}
+
 /// Decodes standard or URL-safe base64, padding optional.
 pub fn base64_decode(s: &str) -> Option<Vec<u8>> {
     let s = s.trim_end_matches('=');

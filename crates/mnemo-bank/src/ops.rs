@@ -397,6 +397,60 @@ fn remote_guardian(
     }
 }
 
+/// The HMAC secret `[guardian_client]` names (`hmac_key_id`, read from the
+/// environment variable `hmac_key_env`, decoded as `hmac_key_encoding`):
+/// `None` when no key is configured. A half-configured key, an unset
+/// variable or a secret that does not decode is a usage error naming the
+/// key: nothing is asked and nothing compacted.
+fn client_hmac(config: &Config) -> Result<Option<(String, Vec<u8>)>> {
+    use mnemo_model::config::KeyEncoding;
+    let c = &config.guardian_client;
+    let refused = |m: String| BankError::Refused(format!("{m}; nothing was compacted"));
+    let (id, env) = match (&c.hmac_key_id, &c.hmac_key_env) {
+        (None, None) => return Ok(None),
+        (Some(id), Some(env)) => (id, env),
+        (Some(_), None) => {
+            return Err(refused(
+                "guardian_client.hmac_key_id needs guardian_client.hmac_key_env (the \
+                 environment variable that holds the secret)"
+                    .into(),
+            ));
+        }
+        (None, Some(_)) => {
+            return Err(refused(
+                "guardian_client.hmac_key_env needs guardian_client.hmac_key_id (the label \
+                 the Guardian knows the secret by)"
+                    .into(),
+            ));
+        }
+    };
+    let text = std::env::var(env)
+        .ok()
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| {
+            refused(format!(
+                "guardian_client.hmac_key_env names {env}, which is not set"
+            ))
+        })?;
+    let encoding = c.hmac_key_encoding.unwrap_or(KeyEncoding::Utf8);
+    let bytes = match encoding {
+        KeyEncoding::Utf8 => Some(text.into_bytes()),
+        KeyEncoding::Base64 => mnemo_guardian::sign::base64_decode(text.trim()),
+        KeyEncoding::Hex => mnemo_guardian::sign::hex_decode(text.trim()),
+    };
+    match bytes.filter(|b| !b.is_empty()) {
+        Some(b) => Ok(Some((id.clone(), b))),
+        None => Err(refused(format!(
+            "{env} (guardian_client.hmac_key_env) is not valid {}",
+            match encoding {
+                KeyEncoding::Utf8 => "utf8",
+                KeyEncoding::Base64 => "base64",
+                KeyEncoding::Hex => "hex",
+            }
+        ))),
+    }
+}
+
 /// The deployment's own audit log of the gate's remote Guardian client:
 /// one JSON line per gate that asked a remote Guardian (ACS §4.1, §6.4,
 /// §6.5: what was received, what was applied and why).
@@ -460,6 +514,18 @@ fn ask_guardian(config: &Config, opts: &GateOptions, records: &[(String, Summary
                 result: Err(BankError::Refused(format!(
                     "cannot ask the Guardian, so nothing was compacted: {e}"
                 ))),
+            };
+        }
+    };
+    // Signed requests, verified responses (ACS §10) when a key is named.
+    let g = match client_hmac(config) {
+        Ok(Some((id, key))) => g.with_hmac(&id, &key),
+        Ok(None) => g,
+        Err(e) => {
+            return Asked {
+                record: None,
+                warning: None,
+                result: Err(e),
             };
         }
     };

@@ -117,6 +117,17 @@ pub struct GuardianArgs {
     /// OTEL_EXPORTER_OTLP_ENDPOINT).
     #[arg(long, value_name = "URL")]
     guardian_trace_endpoint: Option<String>,
+    /// Sign every request to the remote Guardian under the per-session key
+    /// of this secret label (ACS §10: HKDF-SHA256, info = the session id)
+    /// and require signed answers; the secret is read from the variable
+    /// --guardian-key-env names (default: `[guardian_client] hmac_key_id`).
+    #[arg(long, value_name = "KEY_ID", requires = "guardian_key_env")]
+    guardian_key_id: Option<String>,
+    /// The environment variable holding the --guardian-key-id secret
+    /// (never the secret itself on the command line; its encoding:
+    /// `[guardian_client] hmac_key_encoding`, default utf8).
+    #[arg(long, value_name = "VAR", requires = "guardian_key_id")]
+    guardian_key_env: Option<String>,
 }
 
 impl GuardianArgs {
@@ -152,6 +163,10 @@ impl GuardianArgs {
         }
         if let Some(url) = &self.guardian_trace_endpoint {
             c.trace_endpoint = Some(url.clone());
+        }
+        if let (Some(id), Some(env)) = (&self.guardian_key_id, &self.guardian_key_env) {
+            c.hmac_key_id = Some(id.clone());
+            c.hmac_key_env = Some(env.clone());
         }
     }
 

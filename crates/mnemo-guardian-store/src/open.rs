@@ -208,7 +208,7 @@ fn load_secret(src: &HmacKeySource) -> Result<Vec<u8>, OpenError> {
     let bytes = match src.encoding {
         KeyEncoding::Utf8 => Some(text.into_bytes()),
         KeyEncoding::Base64 => mnemo_acs::sign::base64_decode(text.trim()),
-        KeyEncoding::Hex => hex_decode(text.trim()),
+        KeyEncoding::Hex => mnemo_acs::sign::hex_decode(text.trim()),
     };
     bytes.filter(|b| !b.is_empty()).ok_or_else(|| {
         OpenError::Config(format!(
@@ -216,16 +216,6 @@ fn load_secret(src: &HmacKeySource) -> Result<Vec<u8>, OpenError> {
             src.env, src.key_id, src.encoding
         ))
     })
-}
-
-fn hex_decode(s: &str) -> Option<Vec<u8>> {
-    if !s.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| s.get(i..i + 2).and_then(|h| u8::from_str_radix(h, 16).ok()))
-        .collect()
 }
 
 /// The environment variable that stops the Guardian's clock at one RFC 3339

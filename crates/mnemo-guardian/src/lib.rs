@@ -25,7 +25,7 @@ pub mod precompact;
 pub mod protocol;
 pub mod store;
 
-pub use mnemo_acs::{chain, jcs, model, time, validate};
+pub use mnemo_acs::{chain, jcs, model, sign, time, validate};
 
 pub use decide::{CompactionInput, Decision, EntryProvenance, check_compaction, decide_compaction};
 pub use model::{Origin, Provenance, Trigger, Verdict};

@@ -271,6 +271,32 @@ pub struct GuardianClientConfig {
     /// effort, never changes a decision.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace_endpoint: Option<String>,
+    /// The label (`key_id`) of the HMAC secret the remote Guardian knows:
+    /// with it every request is signed under the per-session key (ACS §10,
+    /// HKDF-SHA256 of the secret, info = the session id) and every response
+    /// must verify. Needs `hmac_key_env`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hmac_key_id: Option<String>,
+    /// The environment variable holding that secret (never the secret
+    /// itself in the file). Needs `hmac_key_id`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hmac_key_env: Option<String>,
+    /// How the variable's text encodes the secret: `utf8` (default),
+    /// `base64` or `hex`, as the Guardian's own `hmac_keys`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hmac_key_encoding: Option<KeyEncoding>,
+}
+
+/// How an environment variable's text encodes an HMAC secret.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KeyEncoding {
+    /// The text's UTF-8 bytes.
+    Utf8,
+    /// Standard or URL-safe base64.
+    Base64,
+    /// Hexadecimal.
+    Hex,
 }
 
 /// The whole configuration.
