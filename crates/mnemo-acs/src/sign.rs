@@ -266,6 +266,15 @@ pub fn base64_decode(s: &str) -> Option<Vec<u8>> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn hex_decodes_either_case_and_refuses_odd_or_foreign_digits() {
+        assert_eq!(hex_decode("00ffA0"), Some(vec![0, 255, 160]));
+        assert_eq!(hex_decode(""), Some(vec![]));
+        assert_eq!(hex_decode("abc"), None);
+        assert_eq!(hex_decode("zz"), None);
+        assert_eq!(hex_decode("é1"), None);
+    }
+
     fn hex(b: &[u8]) -> String {
         b.iter().map(|x| format!("{x:02x}")).collect()
     }
