@@ -48,7 +48,7 @@ pub fn run(args: &DecisionArgs) -> Result<ExitCode> {
         return Err(hinted(
             format!(
                 "the session store {} is a PostgreSQL database",
-                redact_url(&shown)
+                mnemo_postgres::redact_url(&shown)
             ),
             "`mnemo hook decision` reads a SQLite store; in PostgreSQL the decisions are in the \
              guardian schema's compactions table",
@@ -119,33 +119,10 @@ fn as_text(session: &str, rec: &CompactionRecord) -> String {
     o
 }
 
-/// A `postgres://user:password@host/db` URL with its password hidden.
-fn redact_url(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(s), Some(at)) if at > s => {
-            let creds = &url[s + 3..at];
-            match creds.split_once(':') {
-                Some((user, _)) => format!("{}{user}:***{}", &url[..s + 3], &url[at..]),
-                None => url.to_string(),
-            }
-        }
-        _ => url.to_string(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use mnemo_guardian::Verdict;
-
-    #[test]
-    fn a_url_s_password_is_hidden() {
-        assert_eq!(
-            redact_url("postgres://u:secret@h:5432/db"),
-            "postgres://u:***@h:5432/db"
-        );
-        assert_eq!(redact_url("postgres://h/db"), "postgres://h/db");
-    }
 
     #[test]
     fn text_names_the_verdict_reasoning_and_codes() {
