@@ -31,15 +31,22 @@ fn verdict(s: &str) -> Result<Verdict, StoreError> {
     }
 }
 
-/// Every session of the store at `path`, sorted by session id (a store of
-/// schema version 3 or 2, or an older one not yet migrated).
-pub fn read_sessions(path: &Path) -> Result<Vec<SessionRecords>, StoreError> {
+/// The store at `path` opened read-only (nothing created or migrated),
+/// with its schema version (`PRAGMA user_version`).
+fn open_read_only(path: &Path) -> Result<(Connection, i64), StoreError> {
     let conn = db(Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     ))?;
     db(conn.busy_timeout(std::time::Duration::from_secs(5)))?;
     let version: i64 = db(conn.query_row("PRAGMA user_version", [], |r| r.get(0)))?;
+    Ok((conn, version))
+}
+
+/// Every session of the store at `path`, sorted by session id (a store of
+/// schema version 3 or 2, or an older one not yet migrated).
+pub fn read_sessions(path: &Path) -> Result<Vec<SessionRecords>, StoreError> {
+    let (conn, version) = open_read_only(path)?;
     if version >= 2 {
         return read_v2(&conn, version >= 3);
     }
@@ -185,12 +192,7 @@ pub fn recent_compactions(
     session: Option<&str>,
     limit: usize,
 ) -> Result<Vec<(String, CompactionRecord)>, StoreError> {
-    let conn = db(Connection::open_with_flags(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    ))?;
-    db(conn.busy_timeout(std::time::Duration::from_secs(5)))?;
-    let version: i64 = db(conn.query_row("PRAGMA user_version", [], |r| r.get(0)))?;
+    let (conn, version) = open_read_only(path)?;
     let filter = if session.is_some() {
         "WHERE session_id = ?1"
     } else {
@@ -240,7 +242,7 @@ fn compaction_row_at(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<Compa
 type CompactionRow = (String, String, String, Option<String>, Option<String>);
 
 fn compaction_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<CompactionRow> {
-    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+    compaction_row_at(r, 0)
 }
 
 fn compaction_from(
