@@ -29,6 +29,12 @@ fn free_port() -> u16 {
 }
 
 fn start_guardian() -> (Server, String) {
+    start_guardian_with(&[], &[])
+}
+
+/// `mnemo guard http --memory` on a free loopback port with `args` and
+/// `env`, once it accepts connections.
+fn start_guardian_with(args: &[&std::ffi::OsStr], env: &[(&str, &str)]) -> (Server, String) {
     let port = free_port();
     let child = StdCommand::new(assert_cmd::cargo::cargo_bin("mnemo"))
         .args([
@@ -38,6 +44,8 @@ fn start_guardian() -> (Server, String) {
             "--listen",
             &format!("127.0.0.1:{port}"),
         ])
+        .args(args)
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -160,25 +168,10 @@ fn the_gate_signs_for_a_guardian_with_a_key() {
     )
     .unwrap();
     let secret_hex = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
-    let port = free_port();
-    let child = StdCommand::new(assert_cmd::cargo::cargo_bin("mnemo"))
-        .args(["guard", "http", "--memory", "--listen"])
-        .arg(format!("127.0.0.1:{port}"))
-        .arg("--policy")
-        .arg(&policy)
-        .env("SRV_KEY", secret_hex)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let _server = Server(child);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "the Guardian did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let url = format!("http://127.0.0.1:{port}");
+    let (_server, url) = start_guardian_with(
+        &["--policy".as_ref(), policy.as_os_str()],
+        &[("SRV_KEY", secret_hex)],
+    );
     let summary = r#"{"agent": "hermes", "summary": "Added POST /api/v1/orders returning 201", "status": "complete"}"#;
     let run = |name: &str, config: Option<&str>, env: &[(&str, &str)], flags: &[&str]| {
         let d = dir.path().join(name);

@@ -8,7 +8,7 @@
 //! enforcement).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -82,32 +82,10 @@ impl Collector {
 }
 
 fn collect(stream: TcpStream, log: &Mutex<Vec<(String, Value)>>, sink: Sink) {
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
-    let mut first = String::new();
-    if reader.read_line(&mut first).unwrap_or(0) == 0 {
+    let Some((first, body)) = read_request(&stream) else {
         return;
-    }
+    };
     let path = first.split_whitespace().nth(1).unwrap_or("").to_string();
-    let mut len = 0usize;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 {
-            return;
-        }
-        let l = line.trim_end();
-        if l.is_empty() {
-            break;
-        }
-        if let Some((k, v)) = l.split_once(':')
-            && k.eq_ignore_ascii_case("content-length")
-        {
-            len = v.trim().parse().unwrap();
-        }
-    }
-    let mut body = vec![0u8; len];
-    if reader.read_exact(&mut body).is_err() {
-        return;
-    }
     let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     log.lock().unwrap().push((path, v));
     let mut stream = stream;

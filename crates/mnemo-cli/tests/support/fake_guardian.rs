@@ -77,13 +77,19 @@ impl Fake {
     }
 }
 
-pub fn serve(stream: TcpStream, log: &Mutex<Vec<Value>>, answer: &dyn Fn(&str) -> Answer) {
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
+/// One HTTP/1.1 request read from `stream`: its request line and its body
+/// (`Content-Length` bytes); `None` when the peer closes before the end.
+pub fn read_request(stream: &TcpStream) -> Option<(String, Vec<u8>)> {
+    let mut reader = BufReader::new(stream.try_clone().ok()?);
+    let mut first = String::new();
+    if reader.read_line(&mut first).unwrap_or(0) == 0 {
+        return None;
+    }
     let mut len = 0usize;
     loop {
         let mut line = String::new();
         if reader.read_line(&mut line).unwrap_or(0) == 0 {
-            return;
+            return None;
         }
         let l = line.trim_end();
         if l.is_empty() {
@@ -96,7 +102,14 @@ pub fn serve(stream: TcpStream, log: &Mutex<Vec<Value>>, answer: &dyn Fn(&str) -
         }
     }
     let mut body = vec![0u8; len];
-    reader.read_exact(&mut body).unwrap();
+    reader.read_exact(&mut body).ok()?;
+    Some((first.trim_end().to_string(), body))
+}
+
+pub fn serve(stream: TcpStream, log: &Mutex<Vec<Value>>, answer: &dyn Fn(&str) -> Answer) {
+    let Some((_, body)) = read_request(&stream) else {
+        return;
+    };
     let req: Value = serde_json::from_slice(&body).unwrap();
     log.lock().unwrap().push(req.clone());
     let method = req["method"].as_str().unwrap_or("");
