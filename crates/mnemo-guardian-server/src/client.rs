@@ -188,26 +188,27 @@ pub fn new_uuid() -> String {
     )
 }
 
+/// `http(s)://host:port[/path]` split into (HTTPS?, `host:port`, path, empty
+/// when none is given); `None` for another scheme or a host without a port.
+pub(crate) fn split_url(url: &str) -> Option<(bool, &str, &str)> {
+    let (https, rest) = match url.strip_prefix("https://") {
+        Some(rest) => (true, rest),
+        None => (false, url.strip_prefix("http://")?),
+    };
+    let (host, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, ""),
+    };
+    (!host.is_empty() && host.contains(':')).then_some((https, host, path))
+}
+
 impl RemoteGuardian {
     /// A client for `http://host:port[/path]` or `https://host:port[/path]`
     /// (timeout 5 s; HTTPS trusts the system's roots unless
     /// [`RemoteGuardian::with_tls`] names a CA).
     pub fn new(url: &str) -> Result<Self, ClientError> {
-        let (https, rest) = match url.strip_prefix("https://") {
-            Some(rest) => (true, rest),
-            None => (
-                false,
-                url.strip_prefix("http://")
-                    .ok_or_else(|| ClientError::Url(url.into()))?,
-            ),
-        };
-        let (host, path) = match rest.find('/') {
-            Some(i) => (&rest[..i], &rest[i..]),
-            None => (rest, "/"),
-        };
-        if host.is_empty() || !host.contains(':') {
-            return Err(ClientError::Url(url.into()));
-        }
+        let (https, host, path) = split_url(url).ok_or_else(|| ClientError::Url(url.into()))?;
+        let path = if path.is_empty() { "/" } else { path };
         Ok(RemoteGuardian {
             url: url.into(),
             timeout: Duration::from_secs(5),

@@ -72,16 +72,11 @@ impl TraceEndpoint {
     /// `http://host:port[/path]` used as given (the form of
     /// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`); with no path, `/v1/traces`.
     pub fn traces(url: &str) -> Result<Self, TraceError> {
-        let rest = url
-            .strip_prefix("http://")
-            .ok_or_else(|| TraceError::Url(url.into()))?;
-        let (host, path) = match rest.find('/') {
-            Some(i) => (&rest[..i], &rest[i..]),
-            None => (rest, ""),
+        // Plain http only: an https:// endpoint is unusable here.
+        let (host, path) = match crate::client::split_url(url) {
+            Some((false, host, path)) => (host, path),
+            _ => return Err(TraceError::Url(url.into())),
         };
-        if host.is_empty() || !host.contains(':') {
-            return Err(TraceError::Url(url.into()));
-        }
         let path = if path.is_empty() || path == "/" {
             "/v1/traces".to_string()
         } else {
